@@ -1,0 +1,1 @@
+"""What flow authors import. Definitions only: no I/O, no engine."""

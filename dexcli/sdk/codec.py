@@ -1,0 +1,63 @@
+"""Values as JSON through pydantic: primitives, enums, dataclasses, pydantic models. No pickle."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+import pydantic_core
+from pydantic import TypeAdapter, ValidationError
+
+from dexcli.sdk.errors import ValueMappingError
+
+
+def to_jsonable(value: Any) -> Any:
+    try:
+        return pydantic_core.to_jsonable_python(value)
+    except (pydantic_core.PydanticSerializationError, TypeError) as exc:
+        raise ValueMappingError(f"cannot encode {type(value).__name__} as JSON: {exc}") from exc
+
+
+def encode(value: Any) -> str:
+    """JSON text of a value."""
+    return json.dumps(to_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+
+
+@lru_cache(maxsize=512)
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
+
+
+def adapter(tp: Any) -> TypeAdapter[Any]:
+    try:
+        return _adapter(tp)
+    except TypeError:  # unhashable type expression
+        return TypeAdapter(tp)
+
+
+def from_jsonable(data: Any, tp: Any) -> Any:
+    """Decode plain JSON data into `tp` (Any or None type returns it unchanged)."""
+    if tp is Any or tp is None and data is None:
+        return data
+    try:
+        return adapter(tp).validate_python(data)
+    except ValidationError as exc:
+        raise ValueMappingError(describe_validation_error(exc, tp)) from exc
+
+
+def decode(text: str | None, tp: Any = Any) -> Any:
+    if text is None:
+        return None
+    return from_jsonable(json.loads(text), tp)
+
+
+def type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def describe_validation_error(exc: ValidationError, tp: Any) -> str:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    where = f" at field '{loc}'" if loc else ""
+    return f"value does not fit {type_name(tp)}{where}: {first.get('msg')}"

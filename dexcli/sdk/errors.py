@@ -1,0 +1,95 @@
+"""Errors a flow author or a client can see. One base class; the CLI maps each to an exit code."""
+
+from __future__ import annotations
+
+
+class DexError(Exception):
+    """Base of every error dex raises on purpose. `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class FlowDefinitionError(DexError):
+    """A flow or step definition is invalid. Raised at registration, before anything runs."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class ValueMappingError(DexError):
+    """A value could not be encoded to JSON or decoded into the requested type."""
+
+    exit_code = 2
+
+
+class InvalidStepResultError(DexError):
+    """A handler returned something that is not a valid StepDecision."""
+
+
+class DexServiceError(DexError):
+    """Base for errors the (local) Dex service reports to a client."""
+
+
+class FlowAlreadyStartedError(DexServiceError):
+    exit_code = 4
+
+
+class FlowNotFoundError(DexServiceError):
+    exit_code = 3
+
+
+class FlowNotActiveOrNotFoundError(DexServiceError):
+    exit_code = 3
+
+
+FlowNotActiveError = FlowNotActiveOrNotFoundError
+
+
+class LongPollTimeoutError(DexServiceError):
+    exit_code = 1
+
+
+class WorkerInvocationError(DexServiceError):
+    def __init__(self, worker_error_type: str, worker_error_detail: str) -> None:
+        self.worker_error_type = worker_error_type
+        self.worker_error_detail = worker_error_detail
+        super().__init__(f"{worker_error_type}: {worker_error_detail}")
+
+
+class NotSupportedYetError(DexError):
+    """A Dex feature that dex defines (so flows import and graph) but cannot run yet."""
+
+    exit_code = 2
+
+
+class AttemptFencedError(Exception):
+    """Raised inside a handler whose attempt was timed out, cancelled or taken over.
+
+    Not a DexError on purpose: it is a control signal, not a failure of the flow. Its late
+    heartbeats, Stream writes and decision are refused.
+    """
+
+
+class UsageError(DexError):
+    """Bad input from the user (a flag, a value, a file): exit 2."""
+
+    exit_code = 2
+
+
+class NotFoundError(DexError):
+    """The thing named does not exist (flow id, flow name): exit 3."""
+
+    exit_code = 3
+
+
+class ConflictError(DexError):
+    exit_code = 4
+
+
+class StoreError(DexError):
+    """The database cannot be used (not a dex database, newer schema, not writable)."""
+
+    exit_code = 2

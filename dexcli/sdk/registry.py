@@ -1,0 +1,246 @@
+"""Registry: validates flow definitions up front and resolves step references.
+
+Every problem is reported with the flow, the step and what is wrong, all at once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from dexcli.sdk.context import AsyncContext, Context
+from dexcli.sdk.errors import FlowDefinitionError
+from dexcli.sdk.flow import Flow, Step
+from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
+from dexcli.sdk.stream import Stream
+
+_NO_INPUT = object()
+
+
+@dataclass
+class StepSpec:
+    """What the engine needs to know about one registered step."""
+
+    step_type: str
+    instance: Step[Any]
+    cls: type
+    handler_kind: str  # "sync" | "generator" | "async"
+    input_type: Any
+    has_wait_for: bool
+
+    def options(self) -> StepOptions:
+        return self.instance.get_step_options() or StepOptions()
+
+
+@dataclass
+class FlowDefinition:
+    flow: Flow[Any]
+    flow_type: str
+    start_step: StepSpec | None
+    steps: dict[str, StepSpec]
+    streams: dict[str, Stream[Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    def resolve(self, target: Any) -> StepSpec | None:
+        """A Step class, a registered instance or a step type name -> its StepSpec."""
+        if isinstance(target, str):
+            return self.steps.get(target)
+        for spec in self.steps.values():
+            if target is spec.instance or target is spec.cls:
+                return spec
+        return None
+
+
+def _handler_kind(fn: Any) -> str | None:
+    if inspect.isasyncgenfunction(fn):
+        return None
+    if inspect.iscoroutinefunction(fn):
+        return "async"
+    if inspect.isgeneratorfunction(fn):
+        return "generator"
+    return "sync"
+
+
+def _hints(fn: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # unresolved forward refs: fall back to raw annotations
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+def _is(annotation: Any, cls: type, name: str) -> bool:
+    return annotation is cls or (isinstance(annotation, str) and annotation.split(".")[-1] == name)
+
+
+def _inspect_step(flow_type: str, step: Step[Any], problems: list[str]) -> StepSpec | None:
+    cls = type(step)
+    step_type = step.get_step_type()
+    where = f"flow {flow_type}, step {step_type}"
+    execute = getattr(cls, "execute", None)
+    if execute is None or execute is Step.execute:
+        problems.append(f"{where}: defines no execute method")
+        return None
+    kind = _handler_kind(execute)
+    if kind is None:
+        problems.append(f"{where}: execute must not be an async generator")
+        return None
+    params = list(inspect.signature(execute).parameters.values())[1:]  # drop self
+    if len(params) != 2:
+        problems.append(f"{where}: execute must take (self, context, input), got {len(params) + 1} parameters")
+        return None
+    hints = _hints(execute)
+    ctx_ann = hints.get(params[0].name, inspect.Parameter.empty)
+    if kind == "async":
+        if not _is(ctx_ann, AsyncContext, "AsyncContext"):
+            problems.append(f"{where}: async execute must annotate its context as AsyncContext")
+    elif not _is(ctx_ann, Context, "Context"):
+        what = "a generator" if kind == "generator" else "a sync"
+        problems.append(f"{where}: {what} execute must annotate its context as Context")
+    if params[1].name not in hints:
+        problems.append(f"{where}: execute's input parameter '{params[1].name}' must be annotated")
+        input_type: Any = Any
+    else:
+        input_type = hints[params[1].name]
+        if input_type is type(None):
+            input_type = None
+    has_wait_for = getattr(cls, "wait_for", Step.wait_for) is not Step.wait_for
+    return StepSpec(step_type, step, cls, kind, input_type, has_wait_for)
+
+
+def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, problems: list[str]) -> None:
+    where = f"flow {flow_type}, step {spec.step_type}"
+    try:
+        opts = spec.options()
+    except Exception as exc:  # user code
+        problems.append(f"{where}: get_step_options raised {type(exc).__name__}: {exc}")
+        return
+    if not isinstance(opts, StepOptions):
+        problems.append(f"{where}: get_step_options must return StepOptions, got {type(opts).__name__}")
+        return
+    hb = opts.heartbeat_timeout
+    if hb is not None and 0 < hb.total_seconds() < MIN_HEARTBEAT_TIMEOUT.total_seconds():
+        problems.append(
+            f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under the 10 s minimum"
+        )
+    for name in ("execute_method_timeout", "heartbeat_timeout"):
+        value = getattr(opts, name)
+        if value is not None and value.total_seconds() < 0:
+            problems.append(f"{where}: {name} must not be negative")
+    target = opts.execute_failure_step
+    if target is not None:
+        rec = definition.resolve(target)
+        if rec is None:
+            problems.append(
+                f"{where}: on_execute_failure_proceed_to({_name(target)}) names a step that is not registered"
+            )
+        elif rec.input_type != spec.input_type:
+            problems.append(
+                f"{where}: recovery step {rec.step_type} takes {_tname(rec.input_type)}, "
+                f"but {spec.step_type} takes {_tname(spec.input_type)}; the recovery step gets the same input"
+            )
+
+
+def _name(target: Any) -> str:
+    if isinstance(target, type):
+        return target.__name__
+    return type(target).__name__
+
+
+def _tname(tp: Any) -> str:
+    if tp is None:
+        return "None"
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def build_definition(flow: Flow[Any]) -> FlowDefinition:
+    """Validate one flow; raise FlowDefinitionError listing every problem found."""
+    if isinstance(flow, type):
+        raise FlowDefinitionError(f"{flow.__name__}: register an instance of the flow, not the class")
+    if not isinstance(flow, Flow):
+        raise FlowDefinitionError(f"{type(flow).__name__} is not a dex Flow")
+    problems: list[str] = []
+    flow_type = flow.get_flow_type()
+    if not flow_type or any(c in flow_type for c in "/$:"):
+        problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
+    step_list = flow.get_steps()
+    steps: dict[str, StepSpec] = {}
+    classes: dict[type, str] = {}
+    start_spec: StepSpec | None = None
+    if step_list.start is None:
+        problems.append(f"flow {flow_type}: has no start step (StepList.start_step(...))")
+    for i, step in enumerate(step_list.all_steps()):
+        if not isinstance(step, Step):
+            problems.append(f"flow {flow_type}: {step!r} is not a Step instance")
+            continue
+        spec = _inspect_step(flow_type, step, problems)
+        if spec is None:
+            continue
+        if spec.step_type in steps:
+            problems.append(f"flow {flow_type}: duplicate step type {spec.step_type}")
+            continue
+        if spec.cls in classes:
+            problems.append(
+                f"flow {flow_type}: duplicate step class {spec.cls.__name__} "
+                f"(as {classes[spec.cls]} and {spec.step_type}); go_to addresses steps by class"
+            )
+            continue
+        classes[spec.cls] = spec.step_type
+        steps[spec.step_type] = spec
+        if i == 0 and step_list.start is not None:
+            start_spec = spec
+    schema = flow.get_persistence_schema()
+    names: set[str] = set()
+    streams: dict[str, Stream[Any]] = {}
+    for d in schema.all():
+        name = getattr(d, "name", "")
+        if name in names:
+            problems.append(f"flow {flow_type}: persistence name {name!r} is declared twice")
+        names.add(name)
+        if isinstance(d, Stream):
+            streams[name] = d
+    definition = FlowDefinition(flow, flow_type, start_spec, steps, streams)
+    for spec in steps.values():
+        _check_options(flow_type, spec, definition, problems)
+    try:  # static checks over the steps' source (go_to targets); optional module
+        from dexcli.graph.checks import static_problems
+    except ImportError:
+        static_problems = None
+    if static_problems is not None and not problems:
+        errors, warnings = static_problems(definition)
+        problems.extend(errors)
+        definition.warnings.extend(warnings)
+    if problems:
+        raise FlowDefinitionError(problems)
+    return definition
+
+
+class Registry:
+    """Flows this process can run, by flow type. Validates each flow when it is added."""
+
+    def __init__(self, flows: list[Flow[Any]] | tuple[Flow[Any], ...] = (), codec_registry: Any = None,
+                 *, allow_async_handlers: bool = True) -> None:
+        self._defs: dict[str, FlowDefinition] = {}
+        for f in flows:
+            self.add(f)
+
+    def add(self, flow: Flow[Any]) -> FlowDefinition:
+        definition = build_definition(flow)
+        existing = self._defs.get(definition.flow_type)
+        if existing is not None and existing.flow is not flow:
+            raise FlowDefinitionError(f"flow type {definition.flow_type} is registered twice")
+        self._defs[definition.flow_type] = definition
+        return definition
+
+    def get(self, flow_type: str) -> FlowDefinition | None:
+        return self._defs.get(flow_type)
+
+    def definition_of(self, flow: Flow[Any]) -> FlowDefinition:
+        for d in self._defs.values():
+            if d.flow is flow:
+                return d
+        return self.add(flow)
+
+    def __iter__(self) -> Any:
+        return iter(self._defs.values())

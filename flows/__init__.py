@@ -1,0 +1,1 @@
+"""Example flows the `dex` CLI runs by name (`dex run polling`)."""
