@@ -1,0 +1,185 @@
+"""Client: Dex's client API over the local engine (start_flow, wait_for_flow, streams, ...).
+
+There is no server: `wait_for_flow` drives the flow in this process until it ends (or
+`timeout` seconds of the engine's clock pass), which is what a local worker + server would do.
+The CLI and the tests use this same facade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dexcli.engine.clock import Clock, run as run_on_clock
+from dexcli.engine.core import Engine
+from dexcli.sdk.codec import decode, encode, from_jsonable
+from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, ValueMappingError
+from dexcli.sdk.flow import Flow
+from dexcli.sdk.registry import Registry
+from dexcli.sdk.results import (
+    FlowErrorType,
+    FlowInfo,
+    FlowResult,
+    FlowStatus,
+    StartFlowOptions,
+    StepCompletion,
+    StopFlowOptions,
+)
+from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage
+from dexcli.store import Store
+
+
+def _dt(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=timezone.utc)
+
+
+class _Base:
+    def __init__(self, registry: Registry | list[Flow[Any]] | None = None, *, db: str | Path | None = None,
+                 clock: Clock | None = None, engine: Engine | None = None) -> None:
+        if engine is None:
+            if db is None:
+                raise ValueError("Client needs db=PATH (or an engine)")
+            store = Store(db)
+            if clock is None:
+                clock = Clock(offset=store.clock_offset())
+            reg = registry if isinstance(registry, Registry) else Registry(list(registry or []))
+            engine = Engine(store, clock, reg)
+        self.engine = engine
+
+    @property
+    def store(self) -> Store:
+        return self.engine.store
+
+    # --- reads shared by both clients -----------------------------------------------------
+    def _flow_row(self, flow_id: str) -> dict[str, Any]:
+        row = self.store.get_flow(flow_id)
+        if row is None:
+            raise FlowNotFoundError(f"no flow with id {flow_id!r}")
+        return row
+
+    def result(self, flow_id: str) -> FlowResult:
+        row = self._flow_row(flow_id)
+        completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
+                            for c in json.loads(row["completions"]))
+        return FlowResult(
+            status=FlowStatus(row["status"]), completions=completions,
+            error_type=FlowErrorType(row["error_type"]) if row["error_type"] else None,
+            error_message=row["error_message"],
+        )
+
+    def describe_flow(self, flow_id: str) -> FlowInfo:
+        row = self._flow_row(flow_id)
+        return FlowInfo(row["flow_id"], row["run_id"], row["flow_type"], FlowStatus(row["status"]),
+                        _dt(row["start_time"]))
+
+    def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,
+                   options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
+        options = options or StartFlowOptions()
+        return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, request_id=options.request_id,
+                                      ignore_already_started=options.ignore_already_started)
+
+    def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
+        options = options or StopFlowOptions()
+        self.engine.stop_flow(flow_id, options.type.value, options.reason)
+
+    def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int = 100,
+                             before_page_token: str = "") -> StreamMessagesPage[Any]:
+        """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
+        page_size = max(1, min(page_size, 1000))
+        before = int(before_page_token) if before_page_token else None
+        rows = self.store.stream_messages(flow_id, stream.name, limit=page_size + 1, newest_first=True,
+                                          before_id=before)
+        msgs = tuple(self._message(r, stream) for r in rows[:page_size])
+        token = str(rows[page_size - 1]["id"]) if len(rows) > page_size else ""
+        return StreamMessagesPage(msgs, token)
+
+    def _message(self, r: dict[str, Any], stream: Stream[Any]) -> StreamMessage[Any]:
+        return StreamMessage(decode(r["value"], stream.value_type), str(r["id"]), _dt(r["created_time"]), r["source"])
+
+    def _next_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> StreamMessage[Any] | None:
+        after = int(resume_token) if resume_token else 0
+        rows = self.store.stream_messages(flow_id, stream.name, after_id=after, limit=1)
+        return self._message(rows[0], stream) if rows else None
+
+    def write_stream(self, flow_id: str, stream: Stream[Any], source: str, value: Any) -> str:
+        """Write one message as a client. Rejected (ValueMappingError) when it can never fit."""
+        if not source:
+            raise ValueError("write_stream needs a non-empty source")
+        text = encode(from_jsonable(json.loads(encode(value)), stream.value_type))
+        size = len(text.encode()) + len(flow_id) + len(source) + 64
+        row = self.store.get_flow(flow_id)
+        flow_type = row["flow_type"] if row else ""
+        if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
+            raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
+        with self.store.tx() as tx:
+            token = tx.append_stream(flow_type, stream.name, flow_id, source, text, self.engine.clock.now(), size,
+                                     stream.stream_capacity_bytes)
+        return str(token)
+
+
+class Client(_Base):
+    """Synchronous client. `wait_for_flow` runs the engine on this thread until the flow ends."""
+
+    def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
+        self._flow_row(flow_id)
+        clock = self.engine.clock
+        deadline = None if timeout is None else clock.now() + timeout
+
+        def done() -> bool:
+            return self.result(flow_id).is_terminal or (deadline is not None and clock.now() >= deadline)
+
+        async def drive() -> None:
+            if deadline is not None:
+                asyncio.get_running_loop().call_at(deadline, lambda: self.engine._poke())
+            await self.engine.run([flow_id], until_idle=False, stop=done)
+
+        if not done():
+            run_on_clock(drive, clock)
+        result = self.result(flow_id)
+        if not result.is_terminal:
+            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
+        return result
+
+    def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
+                    timeout: float | None = None) -> StreamMessage[Any]:
+        msg = self._next_message(flow_id, stream, resume_token)
+        if msg is None:
+            raise LongPollTimeoutError(f"no message on {stream.name} after token {resume_token or '(start)'}")
+        return msg
+
+
+class AsyncClient(_Base):
+    """Asynchronous client for code already running on the engine's event loop."""
+
+    async def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
+        self._flow_row(flow_id)
+        clock = self.engine.clock
+        deadline = None if timeout is None else clock.now() + timeout
+
+        def done() -> bool:
+            return self.result(flow_id).is_terminal or (deadline is not None and clock.now() >= deadline)
+
+        if deadline is not None:
+            asyncio.get_running_loop().call_at(deadline, lambda: self.engine._poke())
+        if not done():
+            await self.engine.run([flow_id], until_idle=False, stop=done)
+        result = self.result(flow_id)
+        if not result.is_terminal:
+            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
+        return result
+
+    async def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
+                          timeout: float | None = None) -> StreamMessage[Any]:
+        """Long-polls on the engine's clock until a message after `resume_token` arrives."""
+        clock = self.engine.clock
+        deadline = None if timeout is None else clock.now() + timeout
+        while True:
+            msg = self._next_message(flow_id, stream, resume_token)
+            if msg is not None:
+                return msg
+            if deadline is not None and clock.now() >= deadline:
+                raise LongPollTimeoutError(f"no message on {stream.name} within {timeout} s")
+            await asyncio.sleep(0.1)

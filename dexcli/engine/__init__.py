@@ -1,0 +1,1 @@
+"""The engine: runs flows durably — scheduling, attempts, limits, retries, recovery, clock."""

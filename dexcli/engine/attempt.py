@@ -1,0 +1,230 @@
+"""One attempt of one step execution: its context, its deadlines, its outputs.
+
+The attempt keeps its heartbeat time in memory (the watchdog reads it) and queues its
+heartbeats and Stream messages for the engine's group commit. Once fenced — timed out,
+cancelled, lease lost or flow closed — every later heartbeat, Stream write and decision is
+refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from dexcli.sdk.codec import decode, encode
+from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
+from dexcli.sdk.decisions import OMITTED
+from dexcli.sdk.errors import AttemptFencedError, InvalidStepResultError, NotSupportedYetError
+from dexcli.sdk.registry import FlowDefinition, StepSpec
+from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream
+
+if TYPE_CHECKING:
+    from dexcli.engine.core import Engine
+
+STREAM_MESSAGE_OVERHEAD = 64
+TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
+
+
+def timeout_detail(kind: str, opts: dict[str, Any]) -> str:
+    if kind == "StartToClose":
+        return f"ExecuteMethodTimeout of {opts['methodTimeout']:g} s expired"
+    if kind == "Heartbeat":
+        return f"no heartbeat or Stream message within HeartbeatTimeout of {opts['heartbeatTimeout']:g} s"
+    return f"TotalDuration of {opts['totalDuration']:g} s expired"
+
+
+def earliest_deadline(attempt_deadline: float, heartbeat_deadline: float,
+                      total_deadline: float) -> tuple[float, str]:
+    """The first limit to expire; on a tie StartToClose wins, then Heartbeat."""
+    cands = [(attempt_deadline, 0), (heartbeat_deadline, 1), (total_deadline, 2)]
+    t, i = min(cands)
+    return t, TIMEOUT_ORDER[i]
+
+
+@dataclass
+class Outputs:
+    """Heartbeats and Stream messages waiting for the next group commit."""
+
+    last_time: float = 0.0
+    checkpoint: tuple[int, str | None] | None = None  # (has_value, json) when set or cleared
+    heartbeats: int = 0
+    streams: list[tuple[Stream[Any], str, float, int]] = field(default_factory=list)
+
+
+class AttemptRun:
+    def __init__(self, engine: "Engine", definition: FlowDefinition, spec: StepSpec,
+                 row: dict[str, Any], now: float) -> None:
+        self.engine = engine
+        self.definition = definition
+        self.spec = spec
+        self.row = row  # the step row as claimed (attempt already incremented)
+        self.flow_id: str = row["flow_id"]
+        self.seid: str = row["step_execution_id"]
+        self.attempt: int = row["attempt"]
+        self.opts: dict[str, Any] = json.loads(row["options"])
+        self.started = now
+        self.last_heartbeat = now
+        self.attempt_deadline = now + self.opts["methodTimeout"]
+        self.total_deadline: float = row["total_deadline"]
+        self.fenced: str | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.heartbeats = 0
+        self.stream_writes = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.flow_id, self.seid)
+
+    def next_deadline(self) -> tuple[float, str]:
+        return earliest_deadline(self.attempt_deadline, self.last_heartbeat + self.opts["heartbeatTimeout"],
+                                 self.total_deadline)
+
+    def fence(self, reason: str) -> None:
+        if self.fenced is None:
+            self.fenced = reason
+
+    def _refuse(self, what: str) -> AttemptFencedError:
+        return AttemptFencedError(
+            f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused"
+        )
+
+    # --- outputs from the handler ---------------------------------------------------------
+    def heartbeat(self, value: Any = OMITTED) -> None:
+        if self.fenced:
+            raise self._refuse("heartbeat")
+        now = self.engine.clock.now()
+        self.last_heartbeat = now
+        out = self.engine.outputs_for(self)
+        out.last_time = now
+        out.heartbeats += 1
+        out.checkpoint = (0, None) if value is OMITTED else (1, encode(value))
+
+    def stream_write(self, stream: Stream[Any], value: Any) -> None:
+        if self.fenced:
+            raise self._refuse("Stream write")
+        declared = self.definition.streams.get(stream.name)
+        if declared is None:
+            raise ValueError(
+                f"stream {stream.name!r} is not in {self.definition.flow_type}'s PersistenceSchema"
+            )
+        text = encode(value)
+        now = self.engine.clock.now()
+        self.last_heartbeat = now  # a Stream message is an implicit heartbeat
+        out = self.engine.outputs_for(self)
+        out.last_time = now
+        size = len(text.encode()) + len(self.flow_id) + len(self.seid) + 1 + STREAM_MESSAGE_OVERHEAD
+        if size > MAX_MESSAGE_BYTES:
+            return  # best effort: dropped, the step does not fail
+        out.streams.append((declared, text, now, size))
+
+
+class _Context:
+    """What every handler form is given. Implements dexcli.Context."""
+
+    def __init__(self, run: AttemptRun) -> None:
+        self._run = run
+        row = run.row
+        self.flow_id: str = run.flow_id
+        self.run_id: str = row["run_id"]
+        self.step_execution_id: str = run.seid
+        self.from_step_execution_id: str = row["from_step_execution_id"]
+        self.attempt: int = run.attempt
+        first = row["first_attempt_at"] or run.started
+        self.first_attempt_at = datetime.fromtimestamp(int(first), tz=timezone.utc)
+        self._has_hb = bool(row["has_heartbeat_value"])
+        self._hb = row["heartbeat_value"]
+        rec = row["recovery_error"]
+        self._recovery = None if rec is None else RecoveryErrorInfo(**json.loads(rec))
+
+    @property
+    def recovery_error(self) -> RecoveryErrorInfo | None:
+        return self._recovery
+
+    def has_last_heartbeat_value(self) -> bool:
+        return self._has_hb
+
+    def get_last_heartbeat_value(self, value_type: Any = Any) -> Any:
+        return decode(self._hb, value_type) if self._has_hb else None
+
+    def is_cancellation_requested(self) -> bool:
+        return self._run.fenced is not None
+
+    def wait_for_method_failed(self) -> bool:
+        return False
+
+    def has_timer_fired(self, index: int | None = None) -> bool:
+        raise NotSupportedYetError("Timers (WaitFor) are defined but dex does not run them yet")
+
+    def record_event(self, name: str, value: Any) -> None:
+        raise NotSupportedYetError("record_event is not supported by dex yet")
+
+
+class SyncContext(_Context):
+    def _dex_stream_write(self, stream: Stream[Any], value: Any) -> StepOutput:
+        return StepOutput("stream", value, stream)
+
+
+class AsyncStepContext(_Context):
+    async def heartbeat(self, value: Any = OMITTED) -> None:
+        self._run.heartbeat(value)
+
+    def _dex_stream_write(self, stream: Stream[Any], value: Any) -> None:
+        self._run.stream_write(stream, value)
+
+
+_DONE = object()
+
+
+def _advance(gen: Any) -> tuple[Any, Any]:
+    try:
+        return (None, next(gen))
+    except StopIteration as stop:
+        return (_DONE, stop.value)
+
+
+async def invoke(run: AttemptRun, value: Any) -> Any:
+    """Run the handler in its form and return what it returned."""
+    spec = run.spec
+    loop = asyncio.get_running_loop()
+    faults = run.engine.faults
+    if spec.has_wait_for:
+        raise NotSupportedYetError(
+            f"{spec.step_type} defines wait_for; WaitFor is defined but dex does not run it yet"
+        )
+    if faults.should_fail(spec.step_type, run.attempt):
+        from dexcli.engine.faults import InjectedError
+
+        raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
+    if faults.should_stall(spec.step_type, run.attempt):
+        await asyncio.Event().wait()  # a stuck worker: no heartbeat, no progress
+    if spec.handler_kind == "async":
+        return await spec.instance.execute(AsyncStepContext(run), value)
+    run_in_thread = getattr(loop, "run_in_thread", None)
+    if run_in_thread is None:  # a plain asyncio loop: run inline
+        async def run_in_thread(fn: Any, *args: Any) -> Any:
+            return fn(*args)
+    if spec.handler_kind == "sync":
+        return await run_in_thread(spec.instance.execute, SyncContext(run), value)
+    gen = spec.instance.execute(SyncContext(run), value)
+    try:
+        while True:
+            done, frame = await run_in_thread(_advance, gen)
+            if done is _DONE:
+                return frame
+            if not isinstance(frame, StepOutput):
+                raise InvalidStepResultError(
+                    f"{spec.step_type} yielded {type(frame).__name__}; a generator step yields "
+                    "heartbeat(...) or stream.write(context, ...) frames and returns its decision"
+                )
+            if frame.kind == "heartbeat":
+                run.heartbeat(frame.value)
+            else:
+                run.stream_write(frame.stream, frame.value)
+    finally:
+        try:
+            gen.close()
+        except ValueError:  # still running in its thread after a timeout: it is fenced
+            pass

@@ -1,0 +1,186 @@
+"""One clock for every timestamp and every wait, and an event loop that runs on it.
+
+`Clock.now()` is epoch seconds. Three ways to run it:
+  - real:     wall time plus an offset (the database's `dex time skip` offset);
+  - time-skip (auto_advance with follow_real): real time, but whenever the loop has nothing
+    to do until its next timer it jumps there instead of sleeping;
+  - virtual (follow_real=False): time moves only by jumps — tests, where a ten-minute wait
+    takes milliseconds.
+
+`ClockEventLoop.time()` is `clock.now()`, so user code's `asyncio.sleep` and
+`asyncio.wait_for` run on the same clock as the engine's deadlines. The jump happens inside
+the selector: when the loop would block until a timer and no handler thread is busy, the
+clock advances by that timeout and the loop goes on at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import selectors
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+VIRTUAL_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where virtual clocks start
+
+
+class Clock:
+    def __init__(self, *, follow_real: bool = True, auto_advance: bool = False,
+                 start: float | None = None, offset: float = 0.0,
+                 on_advance: Callable[[float], None] | None = None) -> None:
+        self.follow_real = follow_real
+        self.auto_advance = auto_advance
+        self._base = start if start is not None else (VIRTUAL_EPOCH if not follow_real else 0.0)
+        self._offset = offset
+        self._lock = threading.Lock()
+        self._on_advance = on_advance  # persists the offset (database clock)
+        self._wakers: list[Callable[[], None]] = []
+
+    @classmethod
+    def virtual(cls, start: float | None = None) -> "Clock":
+        return cls(follow_real=False, auto_advance=True, start=start)
+
+    def now(self) -> float:
+        if self.follow_real:
+            return time.time() + self._offset
+        return self._base + self._offset
+
+    @property
+    def offset(self) -> float:
+        return self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward (never back). Wakes loops so their timers re-check."""
+        if seconds <= 0:
+            return
+        with self._lock:
+            self._offset += seconds
+            offset = self._offset
+        if self._on_advance is not None:
+            self._on_advance(offset)
+        for wake in list(self._wakers):
+            wake()
+
+    def set_offset(self, offset: float) -> None:
+        """Adopt an offset set elsewhere (another process's `dex time skip`)."""
+        if offset > self._offset:
+            with self._lock:
+                self._offset = offset
+            for wake in list(self._wakers):
+                wake()
+
+    def add_waker(self, wake: Callable[[], None]) -> None:
+        self._wakers.append(wake)
+
+    def remove_waker(self, wake: Callable[[], None]) -> None:
+        if wake in self._wakers:
+            self._wakers.remove(wake)
+
+
+class _ClockSelector(selectors.BaseSelector):
+    """Delegates to the default selector; on an idle wait, advances an auto-advance clock."""
+
+    def __init__(self, clock: Clock, busy: Callable[[], int]) -> None:
+        self._inner = selectors.DefaultSelector()
+        self._clock = clock
+        self._busy = busy
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._inner.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.modify(fileobj, events, data)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if (timeout is not None and timeout > 0 and self._clock.auto_advance
+                and self._busy() == 0):
+            ready = self._inner.select(0)
+            if ready:
+                return ready
+            self._clock.advance(timeout)
+            return []
+        return self._inner.select(timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def get_key(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._inner.get_key(fileobj)
+
+    def get_map(self) -> Any:
+        return self._inner.get_map()
+
+
+class ClockEventLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop whose `time()` is the dex clock."""
+
+    def __init__(self, clock: Clock, max_threads: int = 32) -> None:
+        self.clock = clock
+        self._busy_threads = 0
+        self._busy_lock = threading.Lock()
+        super().__init__(selector=_ClockSelector(clock, lambda: self._busy_threads))
+        self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-step")
+        self.set_default_executor(self._executor)
+        self._clock_resolution = 1e-6
+        self._waker = lambda: self.call_soon_threadsafe(lambda: None) if not self.is_closed() else None
+        clock.add_waker(self._waker)
+
+    def time(self) -> float:
+        return self.clock.now()
+
+    async def run_in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking user code in a worker thread, with the caller's context variables.
+
+        While a thread is busy, an auto-advance clock does not jump: sync code takes no
+        virtual time.
+        """
+        ctx = contextvars.copy_context()
+        with self._busy_lock:
+            self._busy_threads += 1
+        done = False
+
+        def call() -> T:
+            nonlocal done
+            try:
+                return ctx.run(fn, *args)
+            finally:
+                with self._busy_lock:
+                    if not done:
+                        done = True
+                        self._busy_threads -= 1
+
+        return await self.run_in_executor(None, call)
+
+    def close(self) -> None:
+        self.clock.remove_waker(self._waker)
+        super().close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def run(coro_factory: Callable[[], Any], clock: Clock) -> Any:
+    """Run a coroutine to completion on a fresh ClockEventLoop."""
+    loop = ClockEventLoop(clock)
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(coro_factory())
+    finally:
+        try:
+            _cancel_all(loop)
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))

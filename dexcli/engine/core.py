@@ -1,0 +1,688 @@
+"""The engine: takes runnable step executions, runs their attempts under Dex's limits, and
+commits each outcome — decision, next steps, history — in one transaction.
+
+Rules (see the seed and reference/dex-semantics.md):
+  - ExecuteMethodTimeout bounds one attempt (StartToClose).
+  - HeartbeatTimeout: no heartbeat and no Stream message within the window (Heartbeat).
+  - TotalDuration counts from when the first attempt was scheduled, covers every retry and also
+    ends a running attempt (ScheduleToClose); a retry starts only while it has time left.
+  - Retries back off initial * coefficient^(n-1), capped; retry_after replaces one delay.
+  - Exhausted: the execute-failure route gets a new execution with the same input and
+    `recovery_error`; without one the flow fails with WORKER_API_FAILED.
+
+Several processes may share one database. An attempt belongs to the process that leased it;
+another process declares it lost only once one of its deadlines has passed, and every write of
+a stale owner is fenced by (owner, attempt, status) in its WHERE clause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from dexcli.engine.attempt import AttemptRun, Outputs, earliest_deadline, invoke, timeout_detail
+from dexcli.engine.clock import Clock
+from dexcli.engine.faults import Faults
+from dexcli.engine.runtime import Runtime, reset_runtime, set_runtime
+from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
+from dexcli.sdk.decisions import DecisionKind, RetryAfter, StepDecision
+from dexcli.sdk.errors import (
+    AttemptFencedError,
+    DexError,
+    FlowAlreadyStartedError,
+    FlowDefinitionError,
+    InvalidStepResultError,
+    NotSupportedYetError,
+    UsageError,
+    ValueMappingError,
+)
+from dexcli.sdk.flow import Flow
+from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
+from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
+from dexcli.store import Store, Tx
+
+START_SOURCE = "__start__"
+MAX_DETAIL = 1024
+REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
+CLAIM_BATCH = 500
+
+
+class _Fenced(Exception):
+    """A transaction found that this attempt no longer owns its step; nothing is applied."""
+
+
+@dataclass
+class Event:
+    """What the engine reports as it goes (the CLI's live view and `--json` lines)."""
+
+    type: str
+    flow_id: str
+    time: float
+    data: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "flowId": self.flow_id, "time": iso(self.time), **self.data}
+
+
+def iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def error_identity(exc: BaseException) -> tuple[str, str]:
+    """(`module.QualName`, detail) as the Dex Python SDK reports a handler's exception."""
+    cls = type(exc)
+    etype = f"{cls.__module__}.{cls.__qualname__}"[:256]
+    detail = (str(exc) or cls.__name__)[:MAX_DETAIL]
+    return etype, detail
+
+
+def resolve_options(opts: StepOptions, definition: FlowDefinition, where: str) -> dict[str, Any]:
+    """StepOptions -> the limits stored with a step execution (plain JSON)."""
+    hb = opts.heartbeat_timeout
+    if hb is not None and 0 < hb.total_seconds() < MIN_HEARTBEAT_TIMEOUT.total_seconds():
+        raise InvalidStepResultError(f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under 10 s")
+    p = opts.retry_policy()
+    assert p.initial_interval and p.maximum_interval and p.total_duration
+    failure = None
+    failure_opts = None
+    if opts.execute_failure_step is not None:
+        rec = definition.resolve(opts.execute_failure_step)
+        if rec is None:
+            raise InvalidStepResultError(f"{where}: the execute-failure step is not registered")
+        failure = rec.step_type
+        if opts.execute_failure_step_options is not None:
+            failure_opts = resolve_options(opts.execute_failure_step_options, definition, where)
+    return {
+        "methodTimeout": opts.method_timeout_seconds(),
+        "heartbeatTimeout": opts.heartbeat_timeout_seconds(),
+        "initialInterval": p.initial_interval.total_seconds(),
+        "backoffCoefficient": p.backoff_coefficient,
+        "maximumInterval": p.maximum_interval.total_seconds(),
+        "maximumAttempts": p.maximum_attempts,
+        "totalDuration": p.total_duration.total_seconds(),
+        "durability": opts.execute_durability.value,
+        "failureStep": failure,
+        "failureStepOptions": failure_opts,
+    }
+
+
+def retry_delay(opts: dict[str, Any], attempt: int) -> float:
+    raw = opts["initialInterval"] * opts["backoffCoefficient"] ** (attempt - 1)
+    return min(raw, opts["maximumInterval"])
+
+
+class Engine:
+    def __init__(self, store: Store, clock: Clock, registry: Registry | None = None, *,
+                 owner: str | None = None, faults: Faults | None = None,
+                 loader: Callable[[str], Flow[Any]] | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.registry = registry or Registry()
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.faults = faults or Faults()
+        self.loader = loader
+        self.listeners: list[Callable[[Event], None]] = []
+        self._runs: dict[tuple[str, str], AttemptRun] = {}
+        self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
+        self._flush_scheduled = False
+        self._wake: asyncio.Event | None = None
+        self._unloadable: dict[str, str] = {}
+        self.stats = {"attempts": 0, "transitions": 0, "heartbeat_flushes": 0}
+
+    # ------------------------------------------------------------------ definitions ------
+    def definition_for(self, flow_type: str, flow_ref: str | None) -> FlowDefinition:
+        d = self.registry.get(flow_type)
+        if d is not None:
+            return d
+        if flow_ref and self.loader is not None:
+            flow = self.loader(flow_ref)
+            d = self.registry.add(flow)
+            if d.flow_type != flow_type:
+                raise FlowDefinitionError(f"{flow_ref} now defines {d.flow_type}, not {flow_type}")
+            return d
+        raise UsageError(f"flow type {flow_type} is not registered in this process")
+
+    # ------------------------------------------------------------------ events -----------
+    def emit(self, type_: str, flow_id: str, **data: Any) -> None:
+        if not self.listeners:
+            return
+        ev = Event(type_, flow_id, self.clock.now(), data)
+        for fn in list(self.listeners):
+            fn(ev)
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    # ------------------------------------------------------------------ start ------------
+    def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
+                   flow_ref: str | None = None, request_id: str | None = None,
+                   ignore_already_started: bool = False) -> str:
+        """Create the run and queue its start step (one transaction). Returns the run id."""
+        definition = self.registry.definition_of(flow)
+        start = definition.start_step
+        if start is None:
+            raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
+        flow_id = flow_id or f"{definition.flow_type.lower()}-{uuid.uuid4().hex[:8]}"
+        if not flow_id or any(c in flow_id for c in "/$:"):
+            raise UsageError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
+        try:
+            input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
+        except ValueMappingError as exc:
+            raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
+        opts = resolve_options(start.options(), definition, f"flow {definition.flow_type}, step {start.step_type}")
+        now = self.clock.now()
+        run_id = str(uuid.uuid4())
+        with self.store.tx() as tx:
+            existing = tx.get_flow(flow_id)
+            if existing is not None:
+                if ignore_already_started and request_id and existing["request_id"] == request_id:
+                    return str(existing["run_id"])
+                raise FlowAlreadyStartedError(
+                    f"flow {flow_id} already exists ({existing['status']}, {existing['flow_type']}); "
+                    "choose another --flow-id"
+                )
+            tx.insert_flow(flow_id=flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=flow_ref,
+                           status="RUNNING", input=input_json, request_id=request_id or str(uuid.uuid4()),
+                           start_time=now)
+            seid = self._insert_step(tx, flow_id, run_id, start, input_json, opts, START_SOURCE, now)
+            tx.add_event(flow_id, now, "FlowStarted", {
+                "flowType": definition.flow_type, "runId": run_id, "startStepType": start.step_type,
+                "startStepExecutionId": seid, "input": json.loads(input_json),
+            })
+        self.emit("flowStarted", flow_id, flowType=definition.flow_type, runId=run_id)
+        self._poke()
+        return run_id
+
+    def _insert_step(self, tx: Tx, flow_id: str, run_id: str, spec: StepSpec, input_json: str,
+                     opts: dict[str, Any], from_seid: str, now: float,
+                     recovery_error: dict[str, str] | None = None) -> str:
+        n, seq = tx.next_step_number(flow_id, spec.step_type)
+        seid = f"{spec.step_type}-{n}"
+        tx.insert_step(
+            flow_id=flow_id, step_execution_id=seid, step_type=spec.step_type, seq=seq,
+            from_step_execution_id=from_seid, input=input_json, options=json.dumps(opts),
+            status="QUEUED", attempt=0, scheduled_at=now, next_attempt_at=now,
+            total_deadline=now + opts["totalDuration"],
+            recovery_error=json.dumps(recovery_error) if recovery_error else None,
+        )
+        return seid
+
+    # ------------------------------------------------------------------ driving ----------
+    async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
+                  stop: Callable[[], bool] | None = None) -> None:
+        """Drive flows until `stop()` is true, or (until_idle) nothing of them is left to run.
+
+        flow_ids=None drives every flow in the database (a worker).
+        """
+        self._wake = asyncio.Event()
+        token = set_runtime(Runtime(self.store, self.clock))
+        poll = self.clock.follow_real and not self.clock.auto_advance
+        try:
+            while True:
+                now = self.clock.now()
+                if poll:
+                    self.clock.set_offset(self.store.clock_offset())
+                    now = self.clock.now()
+                ids = self._driven(flow_ids)
+                self._reap(now, ids)
+                self._claim(now, ids)
+                if stop is not None and stop():
+                    break
+                if until_idle and not self._runs and self.store.count_open_steps(ids) == 0:
+                    break
+                wake_at = self.store.next_wake(ids, self.owner)
+                timeout = None if wake_at is None else max(0.0, wake_at - self.clock.now())
+                if poll:
+                    timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
+                self._wake.clear()
+                if timeout is None or timeout > 0:
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+                    except (asyncio.TimeoutError, TimeoutError):
+                        pass
+                else:
+                    await asyncio.sleep(0)
+        finally:
+            reset_runtime(token)
+            self._flush()
+
+    async def shutdown(self) -> None:
+        """Stop local attempts without recording anything (as a crash would, but politely)."""
+        for run in list(self._runs.values()):
+            run.fence("process stopping")
+            if run.task is not None:
+                run.task.cancel()
+        self._runs.clear()
+
+    def _driven(self, flow_ids: list[str] | None) -> list[str] | None:
+        if flow_ids is None and not self._unloadable:
+            return None
+        if flow_ids is None:
+            return [f for f in self.store.running_flow_ids() if f not in self._unloadable]
+        return [f for f in flow_ids if f not in self._unloadable]
+
+    def _claim(self, now: float, flow_ids: list[str] | None) -> None:
+        with self.store.tx() as tx:
+            rows = tx.runnable_steps(now, flow_ids, CLAIM_BATCH)
+            claimed = []
+            for row in rows:
+                flow = tx.get_flow(row["flow_id"])
+                if flow is None or flow["status"] != "RUNNING":
+                    continue
+                try:
+                    definition = self.definition_for(flow["flow_type"], flow["flow_ref"])
+                except DexError as exc:
+                    self._unloadable[row["flow_id"]] = str(exc)
+                    continue
+                spec = definition.steps.get(row["step_type"])
+                if spec is None:
+                    self._unloadable[row["flow_id"]] = f"step {row['step_type']} is no longer in the flow"
+                    continue
+                opts = json.loads(row["options"])
+                attempt = row["attempt"] + 1
+                ok = tx.update_step(
+                    row["flow_id"], row["step_execution_id"],
+                    where={"status": row["status"], "attempt": row["attempt"]},
+                    status="RUNNING", attempt=attempt, lease_owner=self.owner, attempt_started_at=now,
+                    first_attempt_at=row["first_attempt_at"] or now, last_heartbeat_time=None,
+                    heartbeat_deadline=now + opts["heartbeatTimeout"],
+                    attempt_deadline=now + opts["methodTimeout"], next_attempt_at=None,
+                )
+                if not ok:
+                    continue
+                tx.insert_attempt(flow_id=row["flow_id"], step_execution_id=row["step_execution_id"],
+                                  attempt=attempt, owner=self.owner, start_time=now, outcome="RUNNING")
+                row = dict(row, attempt=attempt, run_id=flow["run_id"], status="RUNNING",
+                           first_attempt_at=row["first_attempt_at"] or now)
+                claimed.append((definition, spec, row))
+        for definition, spec, row in claimed:
+            run = AttemptRun(self, definition, spec, row, now)
+            self._runs[run.key] = run
+            self.stats["attempts"] += 1
+            run.task = asyncio.ensure_future(self._run_attempt(run))
+
+    # ------------------------------------------------------------------ one attempt ------
+    async def _run_attempt(self, run: AttemptRun) -> None:
+        try:
+            self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                      attempt=run.attempt, maxAttempts=run.opts["maximumAttempts"],
+                      heartbeatTimeout=run.opts["heartbeatTimeout"])
+            self.faults.hit("attempt-start", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
+            await self._supervise(run)
+        finally:
+            if self._runs.get(run.key) is run:
+                del self._runs[run.key]
+            self._poke()
+
+    async def _supervise(self, run: AttemptRun) -> None:
+        value = from_jsonable(json.loads(run.row["input"]) if run.row["input"] else None, run.spec.input_type)
+        handler = asyncio.ensure_future(invoke(run, value))
+        timed_out: tuple[float, str] | None = None
+        try:
+            while not handler.done():
+                deadline, kind = run.next_deadline()
+                now = self.clock.now()
+                if now >= deadline:
+                    timed_out = (deadline, kind)
+                    break
+                if run.fenced:
+                    break
+                await asyncio.wait({handler}, timeout=deadline - now)
+        except asyncio.CancelledError:  # fenced from outside: lease lost, flow closed, shutdown
+            run.fence(run.fenced or "cancelled")
+            handler.cancel()
+            return
+        if timed_out is not None:
+            at, kind = timed_out
+            run.fence(f"{kind} timeout")
+            handler.cancel()
+            self._fail(run, kind, timeout_detail(kind, run.opts), at, outcome="TIMED_OUT")
+            return
+        if run.fenced and not handler.done():
+            handler.cancel()
+            return
+        try:
+            result = handler.result()
+        except (AttemptFencedError, asyncio.CancelledError):
+            return
+        except NotSupportedYetError as exc:
+            self._fail(run, *error_identity(exc), self.clock.now(), fatal=True)
+            return
+        except RetryAfter as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            self._fail(run, *error_identity(cause), self.clock.now(), delay_override=exc.seconds)
+            return
+        except Exception as exc:  # any handler error is transient: the retry policy decides
+            self._fail(run, *error_identity(exc), self.clock.now())
+            return
+        if run.fenced:
+            return
+        try:
+            plan = self._plan(run, result)
+        except (InvalidStepResultError, ValueMappingError) as exc:
+            self._fail(run, *error_identity(exc), self.clock.now())
+            return
+        self._complete(run, result, plan)
+
+    # ------------------------------------------------------------------ outputs ----------
+    def outputs_for(self, run: AttemptRun) -> Outputs:
+        entry = self._pending.get(run.key)
+        if entry is None or entry[0] is not run:
+            entry = (run, Outputs())
+            self._pending[run.key] = entry
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self._flush)
+            except RuntimeError:  # called from a handler thread
+                loop = self._loop_of(run)
+                if loop is not None:
+                    loop.call_soon_threadsafe(self._flush)
+        return entry[1]
+
+    @staticmethod
+    def _loop_of(run: AttemptRun) -> asyncio.AbstractEventLoop | None:
+        return run.task.get_loop() if run.task is not None else None
+
+    def _flush(self) -> None:
+        """Group commit: every pending heartbeat and Stream message in one transaction."""
+        self._flush_scheduled = False
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        results: list[tuple[AttemptRun, Outputs, bool, list[int | None]]] = []
+        with self.store.tx() as tx:
+            for run, out in pending.values():
+                ok, tokens = self._apply_outputs(tx, run, out)
+                results.append((run, out, ok, tokens))
+        self.stats["heartbeat_flushes"] += 1
+        for run, out, ok, tokens in results:
+            if not ok:
+                run.fence("lease lost: another process took the attempt over, or the flow closed")
+                if run.task is not None:
+                    run.task.cancel()
+                continue
+            self._after_outputs(run, out, tokens)
+
+    def _apply_outputs(self, tx: Tx, run: AttemptRun, out: Outputs) -> tuple[bool, list[int | None]]:
+        fields: dict[str, Any] = {"last_heartbeat_time": out.last_time,
+                                  "heartbeat_deadline": out.last_time + run.opts["heartbeatTimeout"]}
+        if out.checkpoint is not None:
+            fields["has_heartbeat_value"], fields["heartbeat_value"] = out.checkpoint
+        ok = tx.update_step(run.flow_id, run.seid,
+                            where={"lease_owner": self.owner, "attempt": run.attempt, "status": "RUNNING"},
+                            **fields)
+        if not ok:
+            return False, []
+        tokens = []
+        for stream, text, at, size in out.streams:
+            tokens.append(tx.append_stream(run.definition.flow_type, stream.name, run.flow_id,
+                                           f"#{run.seid}", text, at, size, stream.stream_capacity_bytes))
+        tx.bump_attempt_counters(run.flow_id, run.seid, run.attempt, out.heartbeats, len(out.streams))
+        return True, tokens
+
+    def _after_outputs(self, run: AttemptRun, out: Outputs, tokens: list[int | None]) -> None:
+        for (stream, text, at, _), token in zip(out.streams, tokens):
+            run.stream_writes += 1
+            self.emit("streamMessage", run.flow_id, stepExecutionId=run.seid, stream=stream.name,
+                      value=json.loads(text), resumeToken=str(token) if token else None,
+                      source=f"#{run.seid}", dropped=token is None)
+            self.faults.hit("stream-write", run.spec.step_type, run.stream_writes,
+                            where=f"{run.seid} attempt {run.attempt}, message {run.stream_writes}")
+        if out.heartbeats:
+            run.heartbeats += out.heartbeats
+            self.emit("heartbeat", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
+                      checkpoint=json.loads(out.checkpoint[1]) if out.checkpoint and out.checkpoint[0] else None,
+                      hasCheckpoint=bool(out.checkpoint and out.checkpoint[0]), count=run.heartbeats)
+            self.faults.hit("heartbeat", run.spec.step_type, run.heartbeats,
+                            where=f"{run.seid} attempt {run.attempt}, heartbeat {run.heartbeats}")
+
+    def _take_outputs(self, tx: Tx, run: AttemptRun) -> tuple[Outputs, list[int | None]] | None:
+        entry = self._pending.get(run.key)
+        if entry is None or entry[0] is not run:
+            return None
+        del self._pending[run.key]
+        ok, tokens = self._apply_outputs(tx, run, entry[1])
+        if not ok:
+            raise _Fenced()
+        return entry[1], tokens
+
+    # ------------------------------------------------------------------ success ----------
+    def _plan(self, run: AttemptRun, decision: Any) -> list[tuple[StepSpec, str, dict[str, Any]]]:
+        """Check a decision before anything is written; resolve its movements."""
+        if not isinstance(decision, StepDecision):
+            raise InvalidStepResultError(
+                f"{run.spec.step_type}.execute returned {type(decision).__name__}, not a StepDecision"
+            )
+        movements = []
+        for m in decision.movements:
+            spec = run.definition.resolve(m.step)
+            if spec is None:
+                name = m.step.__name__ if isinstance(m.step, type) else type(m.step).__name__
+                raise InvalidStepResultError(
+                    f"{run.spec.step_type} moved to {name}, which is not a registered step of "
+                    f"{run.definition.flow_type}"
+                )
+            try:
+                input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
+            except ValueMappingError as exc:
+                raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
+            opts = m.options if m.options is not None else spec.options()
+            movements.append((spec, input_json, resolve_options(
+                opts, run.definition, f"flow {run.definition.flow_type}, step {spec.step_type}")))
+        if decision.has_output:
+            encode(decision.output)
+        return movements
+
+    def _complete(self, run: AttemptRun, decision: StepDecision,
+                  plan: list[tuple[StepSpec, str, dict[str, Any]]]) -> None:
+        self.faults.hit("before-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
+        now = self.clock.now()
+        kind = decision.kind
+        output = to_jsonable(decision.output) if decision.has_output else None
+        summary: dict[str, Any] = {"kind": kind.value}
+        closed: tuple[str, str | None, str | None] | None = None
+        outputs = None
+        try:
+            with self.store.tx() as tx:
+                flow = tx.get_flow(run.flow_id)
+                if flow is None or flow["status"] != "RUNNING":
+                    raise _Fenced()
+                outputs = self._take_outputs(tx, run)
+                next_ids = []
+                for spec, input_json, opts in plan:
+                    next_ids.append(self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json,
+                                                      opts, run.seid, now))
+                if plan:
+                    summary["next"] = [{"stepType": s.step_type, "stepExecutionId": i, "input": json.loads(j)}
+                                       for (s, j, _), i in zip(plan, next_ids)]
+                if decision.has_output:
+                    summary["output"] = output
+                if decision.reason is not None:
+                    summary["reason"] = decision.reason
+                ok = tx.update_step(run.flow_id, run.seid,
+                                    where={"lease_owner": self.owner, "attempt": run.attempt, "status": "RUNNING"},
+                                    status="COMPLETED", decision=json.dumps(summary), end_time=now)
+                if not ok:
+                    raise _Fenced()
+                tx.update_attempt(run.flow_id, run.seid, run.attempt, end_time=now, outcome="COMPLETED")
+                completions = json.loads(flow["completions"])
+                if decision.has_output and kind in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
+                    completions.append({"stepType": run.spec.step_type, "stepExecutionId": run.seid,
+                                        "output": output})
+                    tx.update_flow(run.flow_id, completions=json.dumps(completions))
+                tx.add_event(run.flow_id, now, "StepExecuteCompleted", {
+                    "stepExecutionId": run.seid, "fromStepExecutionId": run.row["from_step_execution_id"],
+                    "stepType": run.spec.step_type, "attempt": run.attempt,
+                    "startedTime": iso(run.started), "duration": round(now - run.started, 6),
+                    "decision": summary,
+                })
+                if kind is DecisionKind.GRACEFUL_COMPLETE:
+                    tx.update_flow(run.flow_id, graceful=1)
+                if kind is DecisionKind.FORCE_COMPLETE:
+                    closed = ("COMPLETED", None, None)
+                elif kind is DecisionKind.FORCE_FAIL:
+                    closed = ("FAILED", "STEP_DECISION_FAILED", decision.reason)
+                elif (flow["graceful"] or kind is DecisionKind.GRACEFUL_COMPLETE) and tx.active_step_count(run.flow_id) == 0:
+                    closed = ("COMPLETED", None, None)
+                if closed is not None:
+                    self._close(tx, run.flow_id, now, *closed, completions=completions)
+        except _Fenced:
+            run.fence("step no longer owned (flow closed or attempt taken over)")
+            return
+        self.stats["transitions"] += 1
+        if outputs is not None:
+            self._after_outputs(run, *outputs)
+        self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                  attempt=run.attempt, duration=now - run.started, decision=summary)
+        if closed is not None:
+            self._after_close(run.flow_id, closed)
+        self.faults.hit("after-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
+        self._poke()
+
+    def _close(self, tx: Tx, flow_id: str, now: float, status: str, error_type: str | None,
+               message: str | None, completions: list[Any] | None = None) -> None:
+        tx.cancel_open_steps(flow_id, now)
+        tx.close_flow(flow_id, status, now, error_type, message)
+        if completions is None:
+            flow = tx.get_flow(flow_id)
+            completions = json.loads(flow["completions"]) if flow else []
+        tx.add_event(flow_id, now, "FlowClosed", {"flowStatus": status, "errorType": error_type,
+                                                  "errorMessage": message, "results": completions})
+
+    def _after_close(self, flow_id: str, closed: tuple[str, str | None, str | None]) -> None:
+        for run in list(self._runs.values()):
+            if run.flow_id == flow_id:
+                run.fence(f"flow {closed[0]}")
+                if run.task is not None and not run.task.done():
+                    run.task.cancel()
+        self.emit("flowClosed", flow_id, status=closed[0], errorType=closed[1], errorMessage=closed[2])
+
+    # ------------------------------------------------------------------ failure ----------
+    def _fail(self, run: AttemptRun, error_type: str, detail: str, at: float, *, outcome: str = "FAILED",
+              delay_override: float | None = None, fatal: bool = False) -> None:
+        try:
+            with self.store.tx() as tx:
+                outputs = self._take_outputs(tx, run)
+                result = self._apply_failure(tx, run.row, self.owner, run.attempt, error_type, detail, at,
+                                             outcome, delay_override, fatal)
+        except _Fenced:
+            run.fence("step no longer owned (flow closed or attempt taken over)")
+            return
+        self.stats["transitions"] += 1
+        if outputs is not None:
+            self._after_outputs(run, *outputs)
+        self._after_failure(run.flow_id, run.seid, run.row["step_type"], run.attempt, error_type, detail,
+                            outcome, result)
+
+    def _apply_failure(self, tx: Tx, row: dict[str, Any], owner: str | None, attempt: int, error_type: str,
+                       detail: str, at: float, outcome: str, delay_override: float | None,
+                       fatal: bool) -> dict[str, Any]:
+        """Record a failed attempt; schedule the retry, or route/fail once exhausted."""
+        opts = json.loads(row["options"])
+        flow_id, seid = row["flow_id"], row["step_execution_id"]
+        flow = tx.get_flow(flow_id)
+        if flow is None or flow["status"] != "RUNNING":
+            raise _Fenced()
+        delay = delay_override if delay_override is not None else retry_delay(opts, attempt)
+        max_attempts = opts["maximumAttempts"]
+        attempts_left = max_attempts == 0 or attempt < max_attempts
+        time_left = (at + delay) - row["scheduled_at"] < opts["totalDuration"]
+        retry = not fatal and attempts_left and time_left
+        where = {"lease_owner": owner, "attempt": attempt, "status": "RUNNING"}
+        if retry:
+            next_at = max(at + delay, self.clock.now())
+            ok = tx.update_step(flow_id, seid, where=where, status="BACKOFF", next_attempt_at=next_at)
+        else:
+            ok = tx.update_step(flow_id, seid, where=where, status="FAILED", end_time=at)
+        if not ok:
+            raise _Fenced()
+        tx.update_attempt(flow_id, seid, attempt, end_time=at, outcome=outcome, error_type=error_type,
+                          detail=detail)
+        result: dict[str, Any] = {"retry": retry}
+        if retry:
+            result.update(nextAttemptAt=next_at, delay=delay)
+            return result
+        why = "fatal" if fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
+        recovery = opts.get("failureStep") if not fatal else None
+        recovery_id = None
+        now = at
+        if recovery:
+            definition = self.definition_for(flow["flow_type"], flow["flow_ref"])
+            spec = definition.steps[recovery]
+            rec_opts = opts.get("failureStepOptions") or resolve_options(
+                spec.options(), definition, f"flow {definition.flow_type}, step {spec.step_type}")
+            recovery_id = self._insert_step(tx, flow_id, flow["run_id"], spec, row["input"], rec_opts, seid, now,
+                                            recovery_error={"detail": detail, "error_type": error_type})
+        tx.add_event(flow_id, now, "StepExecuteFailed", {
+            "stepExecutionId": seid, "fromStepExecutionId": row["from_step_execution_id"],
+            "stepType": row["step_type"], "attempt": attempt, "errorType": error_type, "detail": detail,
+            "reason": why, "recoveryStepExecutionId": recovery_id,
+        })
+        result.update(reason=why, recoveryStepExecutionId=recovery_id)
+        if recovery_id is None:
+            if fatal:
+                closed = ("FAILED", "INVALID_USER_FLOW_CODE", f"{seid}: {detail}")
+            else:
+                closed = ("FAILED", "WORKER_API_FAILED",
+                          f"{seid} failed after {attempt} attempt{'s' if attempt != 1 else ''} "
+                          f"({why}): {error_type}: {detail}")
+            self._close(tx, flow_id, now, *closed)
+            result["closed"] = closed
+        return result
+
+    def _after_failure(self, flow_id: str, seid: str, step_type: str, attempt: int, error_type: str,
+                       detail: str, outcome: str, result: dict[str, Any]) -> None:
+        self.emit("attemptFailed", flow_id, stepExecutionId=seid, stepType=step_type, attempt=attempt,
+                  errorType=error_type, detail=detail, outcome=outcome,
+                  **{k: v for k, v in result.items() if k != "closed"})
+        if "closed" in result:
+            self._after_close(flow_id, result["closed"])
+        self._poke()
+
+    def _reap(self, now: float, flow_ids: list[str] | None) -> None:
+        """Declare lost the attempts of other processes whose deadlines have passed."""
+        with self.store.tx() as tx:
+            rows = tx.expired_foreign_attempts(now, self.owner, flow_ids)
+        for row in rows:
+            at, kind = earliest_deadline(row["attempt_deadline"], row["heartbeat_deadline"], row["total_deadline"])
+            opts = json.loads(row["options"])
+            detail = timeout_detail(kind, opts)
+            try:
+                with self.store.tx() as tx:
+                    fresh = tx.get_step(row["flow_id"], row["step_execution_id"])
+                    if (fresh is None or fresh["status"] != "RUNNING" or fresh["attempt"] != row["attempt"]
+                            or fresh["lease_owner"] != row["lease_owner"]):
+                        continue
+                    result = self._apply_failure(tx, fresh, fresh["lease_owner"], fresh["attempt"], kind,
+                                                 detail, at, "LOST", None, False)
+            except _Fenced:
+                continue
+            self.stats["transitions"] += 1
+            self._after_failure(row["flow_id"], row["step_execution_id"], row["step_type"], row["attempt"],
+                                kind, detail, "LOST", result)
+
+    # ------------------------------------------------------------------ stopping ---------
+    def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
+        status = {"CANCEL": "CANCELED", "TERMINATE": "TERMINATED", "FAIL": "FAILED"}[stop_type]
+        error_type = "CLIENT_API_FAILED" if stop_type == "FAIL" else None
+        now = self.clock.now()
+        from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
+
+        with self.store.tx() as tx:
+            flow = tx.get_flow(flow_id)
+            if flow is None or flow["status"] != "RUNNING":
+                state = "not found" if flow is None else f"already {flow['status']}"
+                raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}")
+            self._close(tx, flow_id, now, status, error_type, reason or f"stopped ({stop_type.lower()})")
+        self._after_close(flow_id, (status, error_type, reason))
+        self._poke()

@@ -1,0 +1,438 @@
+"""SQLite persistence behind one class. Every state transition is one `BEGIN IMMEDIATE`
+transaction (`with store.tx() as tx:`); a crash between transactions loses nothing that was
+reported done.
+
+Connection settings: WAL, busy_timeout, foreign keys, `synchronous` NORMAL by default (FULL on
+request: NORMAL in WAL mode can lose the last transactions on power loss, never on a process
+crash). The schema version lives in `PRAGMA user_version`; a newer one is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from dexcli.sdk.errors import StoreError
+
+SCHEMA_VERSION = 1
+_APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_FLOW_COLS = {"run_id", "status", "close_time", "error_type", "error_message", "graceful", "completions"}
+_STEP_COLS = {
+    "status", "attempt", "first_attempt_at", "next_attempt_at", "lease_owner", "attempt_started_at",
+    "last_heartbeat_time", "heartbeat_deadline", "attempt_deadline", "total_deadline", "heartbeat_value",
+    "has_heartbeat_value", "decision", "end_time",
+}
+_ATTEMPT_COLS = {"end_time", "outcome", "error_type", "detail", "heartbeats", "stream_writes"}
+
+
+def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return {d[0]: v for d, v in zip(cur.description, row)}
+
+
+class Tx:
+    """Statements inside one transaction. Only the store hands these out."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.c = conn
+
+    # --- flows ----------------------------------------------------------------------------
+    def insert_flow(self, **row: Any) -> None:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.c.execute(f"INSERT INTO flows ({cols}) VALUES ({marks})", tuple(row.values()))
+
+    def get_flow(self, flow_id: str) -> dict[str, Any] | None:
+        return self.c.execute("SELECT * FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
+
+    def update_flow(self, flow_id: str, **fields: Any) -> int:
+        assert set(fields) <= _FLOW_COLS, set(fields) - _FLOW_COLS
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        cur = self.c.execute(f"UPDATE flows SET {sets} WHERE flow_id = ?", (*fields.values(), flow_id))
+        return cur.rowcount
+
+    def close_flow(self, flow_id: str, status: str, now: float, error_type: str | None = None,
+                   error_message: str | None = None) -> bool:
+        cur = self.c.execute(
+            "UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ? "
+            "WHERE flow_id = ? AND status = 'RUNNING'",
+            (status, now, error_type, error_message, flow_id),
+        )
+        return cur.rowcount == 1
+
+    # --- steps ----------------------------------------------------------------------------
+    def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
+        """(n for `<StepType>-<n>`, seq in the flow)."""
+        n = self.c.execute(
+            "SELECT COUNT(*) FROM steps WHERE flow_id = ? AND step_type = ?", (flow_id, step_type)
+        ).fetchone()
+        seq = self.c.execute("SELECT COUNT(*) FROM steps WHERE flow_id = ?", (flow_id,)).fetchone()
+        return _first(n) + 1, _first(seq) + 1
+
+    def insert_step(self, **row: Any) -> None:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.c.execute(f"INSERT INTO steps ({cols}) VALUES ({marks})", tuple(row.values()))
+
+    def get_step(self, flow_id: str, seid: str) -> dict[str, Any] | None:
+        return self.c.execute(
+            "SELECT * FROM steps WHERE flow_id = ? AND step_execution_id = ?", (flow_id, seid)
+        ).fetchone()
+
+    def update_step(self, flow_id: str, seid: str, where: dict[str, Any] | None = None, **fields: Any) -> int:
+        """Update one step; `where` adds fencing conditions (owner, attempt, status)."""
+        assert set(fields) <= _STEP_COLS, set(fields) - _STEP_COLS
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        conds, args = "", []
+        for k, v in (where or {}).items():
+            assert k in ("lease_owner", "attempt", "status")
+            conds += f" AND {k} = ?"
+            args.append(v)
+        cur = self.c.execute(
+            f"UPDATE steps SET {sets} WHERE flow_id = ? AND step_execution_id = ?{conds}",
+            (*fields.values(), flow_id, seid, *args),
+        )
+        return cur.rowcount
+
+    def active_step_count(self, flow_id: str) -> int:
+        return _first(self.c.execute(
+            "SELECT COUNT(*) FROM steps WHERE flow_id = ? AND status IN ('QUEUED','RUNNING','BACKOFF')",
+            (flow_id,),
+        ).fetchone())
+
+    def cancel_open_steps(self, flow_id: str, now: float) -> list[dict[str, Any]]:
+        rows = self.c.execute(
+            "SELECT * FROM steps WHERE flow_id = ? AND status IN ('QUEUED','RUNNING','BACKOFF')", (flow_id,)
+        ).fetchall()
+        self.c.execute(
+            "UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
+            "WHERE flow_id = ? AND status IN ('QUEUED','RUNNING','BACKOFF')", (now, flow_id),
+        )
+        self.c.execute(
+            "UPDATE attempts SET outcome = 'CANCELED', end_time = ? WHERE flow_id = ? AND outcome = 'RUNNING'",
+            (now, flow_id),
+        )
+        return rows
+
+    def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:
+        sql = ("SELECT s.* FROM steps s WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
+        args: list[Any] = [now]
+        if flow_ids is not None:
+            sql += f" AND s.flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args += flow_ids
+        sql += " ORDER BY s.next_attempt_at LIMIT ?"
+        return self.c.execute(sql, (*args, limit)).fetchall()
+
+    def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None) -> list[dict[str, Any]]:
+        sql = ("SELECT * FROM steps WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?) "
+               "AND MIN(heartbeat_deadline, attempt_deadline, total_deadline) <= ?")
+        args: list[Any] = [owner, now]
+        if flow_ids is not None:
+            sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args += flow_ids
+        return self.c.execute(sql, args).fetchall()
+
+    # --- attempts -------------------------------------------------------------------------
+    def insert_attempt(self, **row: Any) -> None:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.c.execute(f"INSERT INTO attempts ({cols}) VALUES ({marks})", tuple(row.values()))
+
+    def update_attempt(self, flow_id: str, seid: str, attempt: int, **fields: Any) -> None:
+        assert set(fields) <= _ATTEMPT_COLS
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        self.c.execute(
+            f"UPDATE attempts SET {sets} WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
+            (*fields.values(), flow_id, seid, attempt),
+        )
+
+    def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int) -> None:
+        self.c.execute(
+            "UPDATE attempts SET heartbeats = heartbeats + ?, stream_writes = stream_writes + ? "
+            "WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
+            (heartbeats, writes, flow_id, seid, attempt),
+        )
+
+    # --- history --------------------------------------------------------------------------
+    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any]) -> int:
+        cur = self.c.execute(
+            "INSERT INTO history (flow_id, event_time, type, payload) VALUES (?, ?, ?, ?)",
+            (flow_id, now, type_, json.dumps(payload, separators=(",", ":"))),
+        )
+        return int(cur.lastrowid or 0)
+
+    # --- streams --------------------------------------------------------------------------
+    def append_stream(self, flow_type: str, stream: str, flow_id: str, source: str, value: str,
+                      now: float, size: int, capacity: int) -> int | None:
+        """Insert one message, trimming the oldest of this flow type's stream to make room.
+
+        Returns the resume token, or None when the message can never fit.
+        """
+        if size > capacity:
+            return None
+        used = _first(self.c.execute(
+            "SELECT bytes FROM stream_usage WHERE flow_type = ? AND stream = ?", (flow_type, stream)
+        ).fetchone()) or 0
+        if used + size > capacity:
+            need = used + size - capacity
+            freed = 0
+            victims: list[int] = []
+            for row in self.c.execute(
+                "SELECT id, size FROM stream_messages WHERE flow_type = ? AND stream = ? ORDER BY id",
+                (flow_type, stream),
+            ):
+                victims.append(row["id"])
+                freed += row["size"]
+                if freed >= need:
+                    break
+            self.c.executemany("DELETE FROM stream_messages WHERE id = ?", [(v,) for v in victims])
+            used -= freed
+        cur = self.c.execute(
+            "INSERT INTO stream_messages (flow_type, stream, flow_id, source, value, created_time, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (flow_type, stream, flow_id, source, value, now, size),
+        )
+        self.c.execute(
+            "INSERT INTO stream_usage (flow_type, stream, bytes) VALUES (?, ?, ?) "
+            "ON CONFLICT(flow_type, stream) DO UPDATE SET bytes = excluded.bytes",
+            (flow_type, stream, used + size),
+        )
+        return int(cur.lastrowid or 0)
+
+    # --- kv -------------------------------------------------------------------------------
+    def kv_get(self, ns: str, key: str) -> Any:
+        row = self.c.execute("SELECT value FROM kv WHERE ns = ? AND key = ?", (ns, key)).fetchone()
+        return None if row is None else json.loads(row["value"])
+
+    def kv_put(self, ns: str, key: str, value: Any) -> None:
+        self.c.execute(
+            "INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT(ns, key) DO UPDATE SET value = excluded.value",
+            (ns, key, json.dumps(value)),
+        )
+
+
+def _first(row: Any) -> Any:
+    if row is None:
+        return None
+    if isinstance(row, dict):
+        return next(iter(row.values()))
+    return row[0]
+
+
+class Store:
+    """One dex database. Thread-safe (one lock around the connection)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", create: bool = True) -> None:
+        self.path = str(path)
+        self.commits = 0
+        self._lock = threading.RLock()
+        self._conn = self._open(create, synchronous)
+
+    # --- opening --------------------------------------------------------------------------
+    def _open(self, create: bool, synchronous: str) -> sqlite3.Connection:
+        p = Path(self.path)
+        if self.path != ":memory:":
+            if p.exists():
+                if p.is_dir():
+                    raise StoreError(f"database path {self.path} is a directory")
+                with open(p, "rb") as fh:
+                    head = fh.read(16)
+                if head and head != _SQLITE_MAGIC:
+                    raise StoreError(f"{self.path} is not a dex database (not an SQLite file)")
+            elif not create:
+                raise StoreError(f"no dex database at {self.path}")
+            else:
+                try:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create the database folder {p.parent}: {exc.strerror}") from exc
+                if not os.access(p.parent, os.W_OK):
+                    raise StoreError(f"cannot write the database: {p.parent} is not writable")
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.row_factory = _row
+            conn.execute("PRAGMA busy_timeout = 30000")
+            app_id = _first(conn.execute("PRAGMA application_id").fetchone())
+            version = _first(conn.execute("PRAGMA user_version").fetchone())
+            tables = _first(conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone())
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a dex database ({exc})") from exc
+        if tables and app_id != _APP_ID:
+            conn.close()
+            raise StoreError(f"{self.path} is not a dex database (it has other tables)")
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this dex understands "
+                f"({SCHEMA_VERSION}); upgrade dex"
+            )
+        try:
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if version < SCHEMA_VERSION:
+                sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+                conn.execute("BEGIN IMMEDIATE")
+                for stmt in _statements(sql):
+                    conn.execute(stmt)
+                conn.execute(f"PRAGMA application_id = {_APP_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            msg = str(exc)
+            if "readonly" in msg or "unable to open" in msg:
+                raise StoreError(f"cannot write the database {self.path}: {msg}") from exc
+            raise StoreError(f"cannot open the database {self.path}: {msg}") from exc
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # --- transactions ---------------------------------------------------------------------
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Tx(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self.commits += 1
+
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def _one(self, sql: str, args: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchone()
+
+    # --- clock ----------------------------------------------------------------------------
+    def clock_offset(self) -> float:
+        row = self._one("SELECT value FROM meta WHERE key = 'clock_offset'")
+        return float(row["value"]) if row else 0.0
+
+    def set_clock_offset(self, offset: float) -> None:
+        with self.tx() as tx:
+            tx.c.execute(
+                "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value "
+                "WHERE CAST(excluded.value AS REAL) > CAST(meta.value AS REAL)",
+                (repr(offset),),
+            )
+
+    # --- reads ----------------------------------------------------------------------------
+    def get_flow(self, flow_id: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM flows WHERE flow_id = ?", (flow_id,))
+
+    def list_flows(self, status: str | None = None, flow_type: str | None = None,
+                   limit: int = 50) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM flows WHERE 1=1", []
+        if status:
+            sql += " AND status = ?"
+            args.append(status)
+        if flow_type:
+            sql += " AND flow_type = ?"
+            args.append(flow_type)
+        sql += " ORDER BY start_time DESC, rowid DESC LIMIT ?"
+        args.append(limit)
+        return self._all(sql, tuple(args))
+
+    def running_flow_ids(self) -> list[str]:
+        return [r["flow_id"] for r in self._all("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
+
+    def steps_of(self, flow_id: str) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))
+
+    def attempts_of(self, flow_id: str) -> list[dict[str, Any]]:
+        return self._all(
+            "SELECT * FROM attempts WHERE flow_id = ? ORDER BY start_time, step_execution_id, attempt", (flow_id,)
+        )
+
+    def history_of(self, flow_id: str, after_event_id: int = 0) -> list[dict[str, Any]]:
+        return self._all(
+            "SELECT * FROM history WHERE flow_id = ? AND event_id > ? ORDER BY event_id", (flow_id, after_event_id)
+        )
+
+    def stream_messages(self, flow_id: str, stream: str | None = None, after_id: int = 0,
+                        limit: int = 1000, newest_first: bool = False, before_id: int | None = None
+                        ) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM stream_messages WHERE flow_id = ? AND id > ?", [flow_id, after_id]
+        if stream is not None:
+            sql += " AND stream = ?"
+            args.append(stream)
+        if before_id is not None:
+            sql += " AND id < ?"
+            args.append(before_id)
+        sql += f" ORDER BY id {'DESC' if newest_first else 'ASC'} LIMIT ?"
+        args.append(limit)
+        return self._all(sql, tuple(args))
+
+    def next_wake(self, flow_ids: list[str] | None, owner: str) -> float | None:
+        """Earliest time something in these flows becomes due: a queued step, a retry, or a
+        foreign attempt's deadline (after which this process may declare it lost)."""
+        cond, args = "", []
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
+        a = self._one(f"SELECT MIN(next_attempt_at) AS t FROM steps WHERE status IN ('QUEUED','BACKOFF'){cond}",
+                      tuple(args))
+        b = self._one(
+            "SELECT MIN(MIN(heartbeat_deadline, attempt_deadline, total_deadline)) AS t FROM steps "
+            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}", (owner, *args)
+        )
+        times = [r["t"] for r in (a, b) if r and r["t"] is not None]
+        return min(times) if times else None
+
+    def count_open_steps(self, flow_ids: list[str] | None = None) -> int:
+        cond, args = "", ()
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = tuple(flow_ids)
+        row = self._one(f"SELECT COUNT(*) AS n FROM steps WHERE status IN ('QUEUED','RUNNING','BACKOFF'){cond}", args)
+        return int(row["n"]) if row else 0
+
+    # --- kv for examples ------------------------------------------------------------------
+    def kv_get(self, ns: str, key: str) -> Any:
+        with self.tx() as tx:
+            return tx.kv_get(ns, key)
+
+    def kv_put(self, ns: str, key: str, value: Any) -> None:
+        with self.tx() as tx:
+            tx.kv_put(ns, key, value)
+
+    def kv_update(self, ns: str, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Read-modify-write one value atomically; `fn` may raise to abort."""
+        with self.tx() as tx:
+            new = fn(tx.kv_get(ns, key))
+            tx.kv_put(ns, key, new)
+            return new
+
+    def kv_keys(self, ns: str) -> list[str]:
+        return [r["key"] for r in self._all("SELECT key FROM kv WHERE ns = ? ORDER BY key", (ns,))]
+
+
+def _statements(sql: str) -> list[str]:
+    out, buf = [], []
+    for line in sql.splitlines():
+        stripped = line.split("--", 1)[0]
+        buf.append(stripped)
+        if stripped.rstrip().endswith(";"):
+            stmt = "\n".join(buf).strip()
+            if stmt.strip(";").strip():
+                out.append(stmt)
+            buf = []
+    return out
