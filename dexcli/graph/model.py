@@ -1,0 +1,366 @@
+"""The definition graph of one flow: nodes, edges, reachability and the Valid/Invalid verdict.
+
+`build_graph(flow)` works for invalid flows too: it never requires registration to succeed,
+it shows the registry's reasons in the verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from dexcli.graph.static import class_location, resolve_target, step_source
+
+START = "START"
+END = "end"
+
+EDGE_KINDS = ("start", "goTo", "gracefulComplete", "forceComplete", "forceFail", "deadEnd", "executeFailure")
+TERMINAL_KINDS = ("gracefulComplete", "forceComplete", "forceFail", "deadEnd")
+
+
+@dataclass
+class Node:
+    id: str
+    kind: str  # start | step | end
+    label: str
+    class_name: str | None = None
+    file: str | None = None
+    line: int | None = None
+    is_start: bool = False
+    reachable: bool | None = True  # None: only a target computed at run time could reach it
+    source_available: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "kind": self.kind, "label": self.label}
+        if self.kind == "step":
+            d.update(
+                {"class": self.class_name, "file": self.file, "line": self.line, "start": self.is_start,
+                 "reachable": self.reachable, "sourceAvailable": self.source_available}
+            )
+        return d
+
+
+@dataclass
+class Edge:
+    source: str
+    target: str | None  # None: not resolvable statically, or not a registered step
+    kind: str
+    resolved: bool = True
+    detail: str = ""  # why unresolved / what the missing target is
+    file: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"from": self.source, "to": self.target, "kind": self.kind, "resolved": self.resolved}
+        if self.detail:
+            d["detail"] = self.detail
+        if self.file:
+            d["file"] = self.file
+        if self.line:
+            d["line"] = self.line
+        return d
+
+
+@dataclass
+class Problem:
+    """An error or warning with its location, as the graph and lint both need it."""
+
+    severity: str  # error | warning
+    rule: str
+    message: str
+    step: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class FlowGraph:
+    flow_type: str
+    flow_class: str
+    nodes: list[Node]
+    edges: list[Edge]
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [p.message for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [p.message for p in self.problems if p.severity == "warning"]
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def verdict(self) -> str:
+        return "Valid" if self.valid else "Invalid"
+
+    def node(self, node_id: str) -> Node | None:
+        return next((n for n in self.nodes if n.id == node_id), None)
+
+    def out_edges(self, node_id: str) -> list[Edge]:
+        return [e for e in self.edges if e.source == node_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flow": self.flow_type,
+            "class": self.flow_class,
+            "verdict": self.verdict,
+            "valid": self.valid,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "edges": [e.to_dict() for e in self.edges],
+        }
+
+
+# --------------------------------------------------------------------------- analysis core
+@dataclass
+class _Analysis:
+    nodes: list[Node]
+    edges: list[Edge]
+    problems: list[Problem]
+
+
+def _safe_step_type(step: Any) -> str:
+    try:
+        st = step.get_step_type()
+        return st if isinstance(st, str) and st else type(step).__name__
+    except Exception:
+        return type(step).__name__
+
+
+def _execute_failure_target(step: Any) -> tuple[bool, Any]:
+    try:
+        opts = step.get_step_options()
+    except Exception:
+        return False, None
+    target = getattr(opts, "execute_failure_step", None) if opts is not None else None
+    return target is not None, target
+
+
+def _match_step(target: Any, steps: list[tuple[str, Any]]) -> str | None:
+    if isinstance(target, str):
+        return target if any(st == target for st, _ in steps) else None
+    for st, inst in steps:
+        if target is inst or target is type(inst):
+            return st
+    return None
+
+
+def analyze(flow_type: str, steps: list[tuple[str, Any]], start: Any | None) -> _Analysis:
+    """Nodes, edges and static problems of a flow given its (step_type, instance) list."""
+    from dexcli.sdk.flow import Step
+
+    nodes: list[Node] = [Node(START, "start", START)]
+    edges: list[Edge] = []
+    problems: list[Problem] = []
+    ids: set[str] = set()
+    step_nodes: list[tuple[Node, Any]] = []
+    for st, inst in steps:
+        node_id = st
+        n = 2
+        while node_id in ids or node_id in (START, END):
+            node_id, n = f"{st}#{n}", n + 1
+        ids.add(node_id)
+        file, line = class_location(type(inst))
+        node = Node(node_id, "step", st, type(inst).__name__, file, line, is_start=inst is start)
+        nodes.append(node)
+        step_nodes.append((node, inst))
+    registered = [(node.id, inst) for node, inst in step_nodes]
+    for node, inst in step_nodes:
+        if node.is_start:
+            edges.insert(0, Edge(START, node.id, "start"))
+        src = step_source(type(inst)) if isinstance(inst, Step) else None
+        where = f"flow {flow_type}, step {node.label}"
+        if src is None or not src.available:
+            node.source_available = False
+            edges.append(Edge(node.id, None, "goTo", False, "source not available: targets unknown",
+                              node.file, node.line))
+        else:
+            seen: set[tuple[str | None, str, str]] = set()
+            for site in src.sites:
+                if site.kind == "unknown":
+                    key = (None, "goTo", site.text)
+                    if key not in seen:
+                        seen.add(key)
+                        edges.append(Edge(node.id, None, "goTo", False,
+                                          f"decision computed at run time: {site.text}", site.file, site.line))
+                    continue
+                if site.kind != "goTo":
+                    key = (END, site.kind, "")
+                    if key not in seen:
+                        seen.add(key)
+                        edges.append(Edge(node.id, END, site.kind, True, "", site.file, site.line))
+                    continue
+                res = resolve_target(site, inst, registered)
+                if res.status == "step":
+                    key = (res.step_type, "goTo", "")
+                    if key not in seen:
+                        seen.add(key)
+                        edges.append(Edge(node.id, res.step_type, "goTo", True, "", site.file, site.line))
+                    continue
+                key = (None, "goTo", site.text)
+                if key in seen:
+                    continue
+                seen.add(key)
+                if res.status == "runtime":
+                    edges.append(Edge(node.id, None, "goTo", False, f"target {res.detail}", site.file, site.line))
+                    continue
+                edges.append(Edge(node.id, None, "goTo", False, f"not a registered step: {res.detail}",
+                                  site.file, site.line))
+                loc = f" at {_short(site.file)}:{site.line}"
+                if res.status == "missing":
+                    msg = (f"{where}: {site.text}{loc} targets a step that is not registered in "
+                           f"{flow_type} ({res.detail}); add it to get_steps()")
+                else:
+                    msg = f"{where}: {site.text}{loc} does not target a step ({res.detail})"
+                problems.append(Problem("error", "unknown-target", msg, node.label, site.file, site.line))
+        has_route, target = _execute_failure_target(inst)
+        if has_route:
+            tid = _match_step(target, registered)
+            name = target if isinstance(target, str) else getattr(target, "__name__", type(target).__name__)
+            line = _options_line(inst)
+            if tid is not None:
+                edges.append(Edge(node.id, tid, "executeFailure", True, "", node.file, line))
+            else:
+                edges.append(Edge(node.id, None, "executeFailure", False, f"not a registered step: {name}",
+                                  node.file, line))
+    _reachability(flow_type, nodes, edges, problems)
+    return _Analysis(nodes, edges, problems)
+
+
+def _options_line(inst: Any) -> int | None:
+    from dexcli.graph.static import class_methods
+
+    fi = class_methods(type(inst)).get("get_step_options")
+    if fi is None:
+        return None
+    import ast
+
+    for n in ast.walk(fi.node):
+        if isinstance(n, ast.Attribute) and n.attr == "on_execute_failure_proceed_to":
+            return n.lineno
+    return fi.node.lineno
+
+
+def _short(path: str | None) -> str:
+    import os
+
+    if not path:
+        return "?"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _reachability(flow_type: str, nodes: list[Node], edges: list[Edge], problems: list[Problem]) -> None:
+    if not any(e.kind == "start" for e in edges):
+        return  # no start step: the registry reports that; steps may be scheduled by RPCs
+    adj: dict[str, list[str]] = {}
+    for e in edges:
+        if e.target is not None and e.kind in ("start", "goTo", "executeFailure"):
+            adj.setdefault(e.source, []).append(e.target)
+    seen = {START}
+    todo = [START]
+    while todo:
+        cur = todo.pop()
+        for nxt in adj.get(cur, []):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    uncertain = [e.source for e in edges if not e.resolved and e.kind == "goTo" and e.source in seen]
+    for node in nodes:
+        if node.kind != "step" or node.id in seen:
+            continue
+        if uncertain:  # a run-time target may lead there: say "unknown", do not guess
+            node.reachable = None
+            continue
+        node.reachable = False
+        why = "no start edge, goTo or execute-failure route leads to it"
+        problems.append(Problem("warning", "unreachable-step",
+                                f"flow {flow_type}, step {node.label}: unreachable: {why}",
+                                node.label, node.file, node.line))
+
+
+# --------------------------------------------------------------------------- from a flow
+def _flow_steps(flow: Any, problems: list[Problem]) -> tuple[list[tuple[str, Any]], Any]:
+    flow_type = _flow_type(flow)
+    try:
+        step_list = flow.get_steps()
+        all_steps = step_list.all_steps()
+        start = step_list.start
+    except Exception as exc:
+        problems.append(Problem("error", "invalid-definition",
+                                f"flow {flow_type}: get_steps raised {type(exc).__name__}: {exc}"))
+        return [], None
+    return [(_safe_step_type(s), s) for s in all_steps], start
+
+
+def _flow_type(flow: Any) -> str:
+    try:
+        ft = flow.get_flow_type()
+        return ft if isinstance(ft, str) else type(flow).__name__
+    except Exception:
+        return type(flow).__name__
+
+
+_LOCATORS = (re.compile(r"step (\S+?):"), re.compile(r"duplicate step class (\w+)"),
+             re.compile(r"duplicate step type (\S+)"))
+
+
+def build_graph(flow: Any) -> FlowGraph:
+    """The definition graph of a flow instance, with the registry's verdict (never raises on an
+    invalid flow: the reasons become errors of the graph)."""
+    from dexcli.sdk.errors import FlowDefinitionError
+    from dexcli.sdk.flow import Step
+    from dexcli.sdk.registry import build_definition
+
+    if isinstance(flow, type):
+        try:
+            flow = flow()
+        except Exception as exc:
+            raise FlowDefinitionError(f"{flow.__name__}: cannot create the flow ({exc})") from exc
+    problems: list[Problem] = []
+    steps, start = _flow_steps(flow, problems)
+    flow_type = _flow_type(flow)
+    analysis = analyze(flow_type, [(st, s) for st, s in steps if isinstance(s, Step)], start)
+    registry_errors: list[str] = []
+    registry_warnings: list[str] = []
+    if not problems:
+        try:
+            definition = build_definition(flow)
+            registry_warnings = list(definition.warnings)
+        except FlowDefinitionError as exc:
+            registry_errors = list(exc.problems)
+        except Exception as exc:  # user code raised while registering
+            registry_errors = [f"flow {flow_type}: registration raised {type(exc).__name__}: {exc}"]
+    by_label = {n.label: n for n in analysis.nodes if n.kind == "step"}
+    by_class = {n.class_name: n for n in analysis.nodes if n.kind == "step" and n.class_name}
+    flow_file, flow_line = class_location(type(flow))
+    for msg in registry_errors:
+        if any(p.message == msg for p in analysis.problems):
+            continue
+        node = None
+        for pattern in _LOCATORS:
+            m = pattern.search(msg)
+            if m:
+                node = by_label.get(m.group(1)) or by_class.get(m.group(1))
+                if node is not None:
+                    break
+        problems.append(Problem("error", "invalid-definition", msg, node.label if node else None,
+                                node.file if node else flow_file, node.line if node else flow_line))
+    problems.extend(analysis.problems)
+    known = {p.message for p in problems}
+    for msg in registry_warnings:
+        if msg not in known:
+            problems.append(Problem("warning", "definition-warning", msg, None, flow_file, flow_line))
+    nodes = list(analysis.nodes)
+    if any(e.target == END for e in analysis.edges):
+        nodes.append(Node(END, "end", END))
+    return FlowGraph(flow_type, type(flow).__name__, nodes, analysis.edges, problems)
