@@ -8,12 +8,31 @@ can be shown again later.
 from __future__ import annotations
 
 import json
+import os
+import socket
 from typing import Any
 
 from dexcli.engine.attempt import earliest_deadline
 from dexcli.engine.core import iso
 from dexcli.sdk.errors import NotFoundError
 from dexcli.store import Store
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """Whether the process holding a lease still runs (None when it cannot be told: other host)."""
+    if not owner:
+        return None
+    host, _, rest = owner.partition(":")
+    pid_s = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_s.isdigit():
+        return None
+    try:
+        os.kill(int(pid_s), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _j(text: str | None) -> Any:
@@ -92,6 +111,11 @@ def _step(s: dict[str, Any], attempts: list[dict[str, Any]], now: float) -> dict
             "nextTimeoutTime": iso(first),
             "secondsToTimeout": round(first - now, 3),
             "secondsSinceHeartbeat": round(now - (s["last_heartbeat_time"] or s["attempt_started_at"]), 3),
+            "secondsRunning": round(now - s["attempt_started_at"], 3),
+            "secondsHeartbeatLeft": round(hb_dl - now, 3),
+            "secondsAttemptLeft": round(at_dl - now, 3),
+            "secondsTotalLeft": round(tot_dl - now, 3),
+            "ownerAlive": owner_alive(s["lease_owner"]),
         }
     if s["status"] in ("BACKOFF", "QUEUED"):
         out["nextAttemptTime"] = iso(s["next_attempt_at"])

@@ -22,7 +22,6 @@ from dexcli.sdk.errors import StoreError
 
 SCHEMA_VERSION = 1
 _APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _FLOW_COLS = {"run_id", "status", "close_time", "error_type", "error_message", "graceful", "completions"}
 _STEP_COLS = {
@@ -31,6 +30,23 @@ _STEP_COLS = {
     "has_heartbeat_value", "decision", "end_time",
 }
 _ATTEMPT_COLS = {"end_time", "outcome", "error_type", "detail", "heartbeats", "stream_writes"}
+
+
+class _Cursor(sqlite3.Cursor):
+    """fetchone() that finishes the statement: an unfinished SELECT would keep its read
+    snapshot open in WAL mode, and this connection would stop seeing other processes' commits."""
+
+    def fetchone(self) -> Any:
+        rows = self.fetchall()
+        return rows[0] if rows else None
+
+
+class _Connection(sqlite3.Connection):
+    def cursor(self, factory: Any = _Cursor) -> Any:  # type: ignore[override]
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
 
 
 def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -241,12 +257,10 @@ class Store:
         p = Path(self.path)
         if self.path != ":memory:":
             if p.exists():
+                # Never open the file ourselves: closing any descriptor of it would drop this
+                # process's POSIX locks held by other connections. SQLite reports a non-database.
                 if p.is_dir():
                     raise StoreError(f"database path {self.path} is a directory")
-                with open(p, "rb") as fh:
-                    head = fh.read(16)
-                if head and head != _SQLITE_MAGIC:
-                    raise StoreError(f"{self.path} is not a dex database (not an SQLite file)")
             elif not create:
                 raise StoreError(f"no dex database at {self.path}")
             else:
@@ -257,7 +271,8 @@ class Store:
                 if not os.access(p.parent, os.W_OK):
                     raise StoreError(f"cannot write the database: {p.parent} is not writable")
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30,
+                                   factory=_Connection)
             conn.row_factory = _row
             conn.execute("PRAGMA busy_timeout = 30000")
             app_id = _first(conn.execute("PRAGMA application_id").fetchone())

@@ -1,0 +1,3 @@
+from dexcli.cli.main import main
+
+main()

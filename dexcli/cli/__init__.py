@@ -1,0 +1,1 @@
+"""The `dex` command line: the only package that imports typer and rich."""

@@ -1,0 +1,105 @@
+"""Where the database is, and how durations are written on the command line."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from dexcli.sdk.errors import UsageError
+
+CONFIG_NAME = "dex.toml"
+DEFAULT_DB = Path("~/.dex/dex.db")
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        p = d / CONFIG_NAME
+        if p.is_file():
+            return p
+    return None
+
+
+def read_config(path: Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read dex.toml ({exc})") from exc
+
+
+def resolve_db(cli_db: str | None) -> tuple[Path, str]:
+    """--db, else DEX_DB, else dex.toml's `db` (relative to the file), else ~/.dex/dex.db.
+
+    Returns the path and where it came from.
+    """
+    if cli_db:
+        return Path(cli_db).expanduser(), "--db"
+    env = os.environ.get("DEX_DB")
+    if env:
+        return Path(env).expanduser(), "DEX_DB"
+    cfg = find_config()
+    if cfg is not None:
+        db = read_config(cfg).get("db")
+        if isinstance(db, str) and db:
+            p = Path(db).expanduser()
+            return (p if p.is_absolute() else cfg.parent / p), str(cfg)
+    return DEFAULT_DB.expanduser(), "default"
+
+
+def synchronous_setting() -> str:
+    cfg = find_config()
+    value = "NORMAL"
+    if cfg is not None:
+        v = read_config(cfg).get("synchronous")
+        if isinstance(v, str):
+            value = v.upper()
+    value = os.environ.get("DEX_SYNCHRONOUS", value).upper()
+    if value not in ("NORMAL", "FULL"):
+        raise UsageError(f"synchronous must be NORMAL or FULL, got {value!r}")
+    return value
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+def parse_duration(text: str, what: str = "duration") -> float:
+    """`3s`, `90s`, `2m`, `15m`, `1h`, `1m30s`, or plain seconds -> seconds."""
+    t = text.strip().lower()
+    try:
+        value = float(t)
+        if value < 0:
+            raise ValueError
+        return value
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(t):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(t) or not t:
+        raise UsageError(f"{what}: {text!r} is not a duration (use 3s, 90s, 2m, 15m, 1h)")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    s = max(0.0, seconds)
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = divmod(int(round(s)), 60)
+    if m < 60:
+        return f"{m} m {sec} s" if sec else f"{m} m"
+    h, m = divmod(m, 60)
+    return f"{h} h {m} m" if m else f"{h} h"
+
+
+INIT_TEMPLATE = """\
+# dex configuration. dex looks for this file in the current folder and its parents.
+
+# The SQLite database that holds flows, checkpoints and history. Relative paths are
+# relative to this file. Overridden by --db and by the DEX_DB environment variable.
+"""

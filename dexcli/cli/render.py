@@ -1,0 +1,395 @@
+"""Rich renderings of a flow snapshot (the `inspect --json` dict): the live view, the final
+card, `dex inspect`, and plain lines for pipes. Everything here reads a snapshot; nothing
+reads engine state.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from dexcli.cli.config import format_duration
+
+BAR_WIDTH = 18
+STATUS_STYLE = {
+    "COMPLETED": "green", "FAILED": "red", "CANCELED": "yellow", "TERMINATED": "red", "RUNNING": "cyan",
+}
+STEP_GLYPH = {
+    "COMPLETED": ("✓", "green"), "RUNNING": ("⟳", "cyan"), "BACKOFF": ("…", "yellow"),
+    "QUEUED": ("·", "dim"), "FAILED": ("✗", "red"), "CANCELED": ("⊘", "yellow"),
+}
+
+
+def parse_iso(s: str | None) -> float | None:
+    if s is None:
+        return None
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def clock_time(s: str | None) -> str:
+    t = parse_iso(s)
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%H:%M:%S")
+
+
+def short_value(v: Any, limit: int = 60) -> str:
+    if isinstance(v, dict) and "state" in v:
+        text = str(v["state"])
+        if v.get("result"):
+            text += f" {json.dumps(v['result'])}"
+        return text
+    text = v if isinstance(v, str) else json.dumps(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def decision_text(d: dict[str, Any] | None) -> str:
+    if not d:
+        return ""
+    kind = d.get("kind", "")
+    if kind == "goTo":
+        return "goTo " + ", ".join(n["stepType"] for n in d.get("next", []))
+    if kind == "forceFail":
+        return f"forceFail: {d.get('reason', '')}"
+    if "output" in d:
+        return f"{kind} → {short_value(d['output'])}"
+    return kind
+
+
+def bar(fraction: float, style: str) -> Text:
+    f = min(max(fraction, 0.0), 1.0)
+    filled = int(round(f * BAR_WIDTH))
+    t = Text("█" * filled, style=style)
+    t.append("░" * (BAR_WIDTH - filled), style="dim")
+    return t
+
+
+def _duration_between(a: str | None, b: str | None) -> float | None:
+    ta, tb = parse_iso(a), parse_iso(b)
+    if ta is None or tb is None:
+        return None
+    return tb - ta
+
+
+def _failed_attempt_lines(step: dict[str, Any]) -> list[Text]:
+    out = []
+    for a in step["attempts"]:
+        if a["outcome"] in ("FAILED", "TIMED_OUT", "LOST"):
+            why = {"LOST": "lost", "TIMED_OUT": "timed out"}.get(a["outcome"], "failed")
+            line = Text(f"     ✗ attempt {a['attempt']}  ", style="red")
+            line.append(f"{why} — {a['errorType']}: {a['detail']}", style="red")
+            out.append(line)
+    return out
+
+
+def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
+    glyph, style = STEP_GLYPH.get(step["status"], ("?", ""))
+    seid = step["stepExecutionId"]
+    head = Text(f" {glyph} ", style=style)
+    head.append(f"{seid:<24}", style="bold" if step["status"] == "RUNNING" else "")
+    lines: list[RenderableType] = []
+    max_a = step["maxAttempts"] or "∞"
+    if step["status"] in ("COMPLETED", "FAILED", "CANCELED"):
+        last = step["attempts"][-1] if step["attempts"] else None
+        dur = _duration_between(last["startTime"], last["endTime"]) if last else None
+        head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
+        if step["status"] == "COMPLETED":
+            head.append(decision_text(step["decision"]))
+            if len(step["attempts"]) > 1:
+                head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
+        elif step["status"] == "FAILED" and last:
+            head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")
+        else:
+            head.append("canceled", style="yellow")
+        lines.append(head)
+        if step["recoveryError"]:
+            rec = step["recoveryError"]
+            lines.append(Text(f"     recovering from {step['fromStepExecutionId']}: {rec['errorType']}: {rec['detail']}",
+                              style="dim"))
+        if step["status"] != "COMPLETED" or len(step["attempts"]) > 1:
+            lines.extend(_failed_attempt_lines(step))
+        return lines
+    if step["status"] == "RUNNING":
+        r = step["running"]
+        opts = step["options"]
+        head.append(f"attempt {step['attempt']}/{max_a}   running {format_duration(r['secondsRunning'])}")
+        lines.append(head)
+        lines.extend(_failed_attempt_lines(step))
+        hb_to = opts["heartbeatTimeout"]
+        since = r["secondsSinceHeartbeat"]
+        lost = r.get("ownerAlive") is False
+        hb = Text("     heartbeat   ")
+        hb.append_text(bar(since / hb_to, "red" if lost else "cyan"))
+        if lost:
+            hb.append(f"  attempt {step['attempt']} lost? no heartbeat since {clock_time(step['lastHeartbeatTime'] or r['attemptStartTime'])}"
+                      f" — times out in {format_duration(r['secondsHeartbeatLeft'])}", style="red")
+        else:
+            hb.append(f"  {format_duration(since)} ago · times out in {format_duration(r['secondsHeartbeatLeft'])}")
+        lines.append(hb)
+        at = Text("     attempt     ")
+        mt = opts["executeMethodTimeout"]
+        at.append_text(bar(r["secondsRunning"] / mt, "blue"))
+        at.append(f"  {format_duration(r['secondsAttemptLeft'])} left (ExecuteMethodTimeout {format_duration(mt)})")
+        lines.append(at)
+        tot = Text("     total       ")
+        td = opts["totalDuration"]
+        tot.append_text(bar(1 - r["secondsTotalLeft"] / td, "magenta"))
+        tot.append(f"  {format_duration(r['secondsTotalLeft'])} left (TotalDuration {format_duration(td)})")
+        lines.append(tot)
+        cp = Text("     checkpoint  ")
+        cp.append(short_value(step["lastHeartbeatValue"]) if step["hasCheckpoint"] else "none", style="bold")
+        lines.append(cp)
+        return lines
+    if step["status"] == "BACKOFF":
+        last = step["attempts"][-1] if step["attempts"] else None
+        lines.extend(_failed_attempt_lines(step) or [])
+        nxt = Text(f" … {seid:<24}attempt {step['attempt'] + 1}/{max_a}   starts in "
+                   f"{format_duration(step.get('secondsToNextAttempt') or 0)}", style="yellow")
+        if last:
+            nxt.append(f" (backoff after {last['errorType']})", style="dim")
+        if step["hasCheckpoint"]:
+            nxt.append(f"   checkpoint {short_value(step['lastHeartbeatValue'])}")
+        lines.append(nxt)
+        return lines
+    head.append("queued", style="dim")
+    lines.append(head)
+    return lines
+
+
+def stream_lines(snap: dict[str, Any], compact: bool = False) -> list[RenderableType]:
+    start = parse_iso(snap["summary"]["startTime"]) or 0.0
+    out: list[RenderableType] = []
+    for name, msgs in snap["streams"].items():
+        if compact:
+            t = Text(f" {name}  ", style="bold")
+            t.append("   ".join(f"+{(parse_iso(m['createdTime']) or 0) - start:.1f} s {short_value(m['value'])}"
+                                for m in msgs))
+            out.append(t)
+            continue
+        out.append(Text(f" {name}", style="bold"))
+        for m in msgs[-12:]:
+            t = Text(f"   +{(parse_iso(m['createdTime']) or 0) - start:.1f} s  ")
+            t.append(short_value(m["value"]), style="bold")
+            t.append(f"  {m['source']}", style="dim")
+            out.append(t)
+    return out
+
+
+def header(snap: dict[str, Any], db: str, offset: float) -> Text:
+    s = snap["summary"]
+    t = Text(" dex · ", style="dim")
+    t.append(s["flowType"], style="bold")
+    t.append(" · ")
+    t.append(s["flowId"], style="bold cyan")
+    t.append(f" · db {db}", style="dim")
+    if offset:
+        t.append(f" · clock +{format_duration(offset)}", style="yellow")
+    return t
+
+
+def live_view(snap: dict[str, Any], db: str, offset: float = 0.0) -> RenderableType:
+    now = parse_iso(snap["now"]) or 0.0
+    parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
+    for step in snap["steps"]:
+        parts.extend(step_lines(step, now))
+    parts.extend(stream_lines(snap))
+    parts.append(Rule(style="dim"))
+    fid = snap["summary"]["flowId"]
+    if snap["summary"]["flowStatus"] == "RUNNING":
+        hint = Text(" ", style="dim")
+        if snap["summary"]["flowType"] == "PollingFlow":
+            hint.append(f"complete early:  dex complete-job {fid}      ", style="dim")
+        hint.append(f"inspect:  dex inspect {fid}", style="dim")
+        parts.append(hint)
+    return Group(*parts)
+
+
+def final_card(snap: dict[str, Any]) -> RenderableType:
+    s = snap["summary"]
+    status = s["flowStatus"]
+    start, close = parse_iso(s["startTime"]), parse_iso(s["closeTime"])
+    t = Text("\n ")
+    t.append(status, style=f"bold {STATUS_STYLE.get(status, '')}")
+    if start is not None and close is not None:
+        t.append(f" in {format_duration(close - start)}")
+    if s["completions"]:
+        outs = ", ".join(json.dumps(c["output"]) for c in s["completions"])
+        t.append(f"   result: {outs}")
+    if s["errorMessage"]:
+        t.append(f"   {s['errorType']}: {s['errorMessage']}", style="red")
+    t.append(f"\n dex inspect {s['flowId']}", style="dim")
+    return t
+
+
+def waiting_on(snap: dict[str, Any]) -> Text | None:
+    """One line that explains a running flow: what it waits on and until when."""
+    if snap["summary"]["flowStatus"] != "RUNNING":
+        return None
+    parts = []
+    for st in snap["steps"]:
+        if st["status"] == "RUNNING":
+            r = st["running"]
+            who = "lost? " if r.get("ownerAlive") is False else ""
+            parts.append(
+                f"{st['stepExecutionId']} attempt {st['attempt']} {who}— last heartbeat "
+                f"{format_duration(r['secondsSinceHeartbeat'])} ago, {r['nextTimeout']} timeout in "
+                f"{format_duration(r['secondsToTimeout'])} (at {clock_time(r['nextTimeoutTime'])})")
+        elif st["status"] == "BACKOFF":
+            parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
+                         f"{clock_time(st.get('nextAttemptTime'))} (in {format_duration(st.get('secondsToNextAttempt') or 0)})")
+        elif st["status"] == "QUEUED":
+            parts.append(f"{st['stepExecutionId']} queued — needs a running dex (dex resume {snap['summary']['flowId']})")
+    if not parts:
+        parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
+    t = Text(" Waiting on:  ", style="bold")
+    t.append(" · ".join(parts))
+    return t
+
+
+def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
+    s = snap["summary"]
+    now = parse_iso(snap["now"]) or 0.0
+    start = parse_iso(s["startTime"]) or now
+    end = parse_iso(s["closeTime"]) or now
+    title = Text(f" {s['flowType']} · {s['flowId']} · ", style="bold")
+    title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
+    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(end - start)}")
+    parts: list[RenderableType] = [title]
+    meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
+    if offset:
+        meta.append(f" · database clock offset +{format_duration(offset)}", style="yellow")
+    parts.append(meta)
+    if s["completions"]:
+        parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
+    if s["errorMessage"]:
+        parts.append(Text(f" Error:   {s['errorType']}: {s['errorMessage']}", style="red"))
+    w = waiting_on(snap)
+    if w is not None:
+        parts.append(w)
+    table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
+    for col in ("step", "status", "attempt", "start", "duration", "outcome", "error / decision"):
+        table.add_column(col, overflow="fold")
+    for st in snap["steps"]:
+        first = True
+        for a in st["attempts"] or [None]:
+            if a is None:
+                table.add_row(st["stepExecutionId"], st["status"], "-", "-", "-", "-", "")
+                continue
+            dur = _duration_between(a["startTime"], a["endTime"])
+            if dur is None and a["outcome"] == "RUNNING":
+                dur = now - (parse_iso(a["startTime"]) or now)
+            if a["outcome"] == "COMPLETED":
+                info = decision_text(st["decision"])
+            elif a["errorType"]:
+                info = f"{a['errorType']}: {a['detail']}"
+            else:
+                info = ""
+            table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
+                          f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
+                          format_duration(dur) if dur is not None else "-",
+                          Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
+            first = False
+        if st["status"] == "RUNNING" and st["hasCheckpoint"]:
+            table.add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))
+        if st["recoveryError"]:
+            rec = st["recoveryError"]
+            table.add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
+                          f"{rec['errorType']}: {rec['detail']}")
+    parts.append(Text(" Steps", style="bold"))
+    parts.append(table)
+    parts.extend(stream_lines(snap))
+    parts.append(Text(" History", style="bold"))
+    for e in snap["history"]:
+        line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
+        if "stepExecutionId" in e:
+            line.append(f"{e['stepExecutionId']}  ")
+        if e["type"] == "StepExecuteCompleted":
+            line.append(decision_text(e.get("decision")), style="dim")
+        elif e["type"] == "StepExecuteFailed":
+            line.append(f"{e['errorType']}: {e['detail']} ({e['reason']})", style="red")
+            if e.get("recoveryStepExecutionId"):
+                line.append(f" → {e['recoveryStepExecutionId']}")
+        elif e["type"] == "FlowClosed":
+            line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
+            if e.get("errorMessage"):
+                line.append(f" {e['errorType']}: {e['errorMessage']}", style="dim")
+        elif e["type"] == "FlowStarted":
+            line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
+        parts.append(line)
+    return Group(*parts)
+
+
+def _outcome_style(outcome: str) -> str:
+    return {"COMPLETED": "green", "RUNNING": "cyan", "FAILED": "red", "TIMED_OUT": "red", "LOST": "red",
+            "CANCELED": "yellow"}.get(outcome, "")
+
+
+class LineDiffer:
+    """Turns successive snapshots into plain lines: what happened since the last one.
+
+    Used when output is not a terminal (pipes, CI) and by `dex watch`, so nothing shown live
+    is lost and every line can be re-derived from the database.
+    """
+
+    def __init__(self) -> None:
+        self._attempts: dict[tuple[str, int], tuple[str, int]] = {}
+        self._streams: set[str] = set()
+        self._steps: dict[str, str] = {}
+        self._closed = False
+
+    def lines(self, snap: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        start = parse_iso(snap["summary"]["startTime"]) or 0.0
+        events: list[tuple[float, int, str]] = []
+        order = 0
+        for st in snap["steps"]:
+            seid = st["stepExecutionId"]
+            max_a = st["maxAttempts"] or "∞"
+            for a in st["attempts"]:
+                key = (seid, a["attempt"])
+                prev = self._attempts.get(key)
+                t = parse_iso(a["startTime"]) or 0.0
+                if prev is None:
+                    order += 1
+                    events.append((t, order, f"+{t - start:7.1f}s  ▶ {seid} attempt {a['attempt']}/{max_a} started"))
+                hb_prev = prev[1] if prev else 0
+                if a["heartbeats"] > hb_prev:
+                    order += 1
+                    cp = f" · checkpoint {short_value(st['lastHeartbeatValue'])}" if st["hasCheckpoint"] else ""
+                    events.append((parse_iso(st["lastHeartbeatTime"]) or t, order,
+                                   f"+{(parse_iso(st['lastHeartbeatTime']) or t) - start:7.1f}s  ♥ {seid} heartbeat "
+                                   f"#{a['heartbeats']}{cp}"))
+                if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
+                    end = parse_iso(a["endTime"]) or t
+                    order += 1
+                    if a["outcome"] == "COMPLETED":
+                        msg = f"✓ {seid} {decision_text(st['decision'])}"
+                    elif a["outcome"] == "CANCELED":
+                        msg = f"⊘ {seid} attempt {a['attempt']} canceled"
+                    else:
+                        msg = f"✗ {seid} attempt {a['attempt']}/{max_a} {a['outcome'].lower().replace('_', ' ')}: {a['errorType']}: {a['detail']}"
+                    events.append((end, order, f"+{end - start:7.1f}s  {msg}"))
+                self._attempts[key] = (a["outcome"], a["heartbeats"])
+            if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
+                nt = parse_iso(st.get("nextAttemptTime")) or 0.0
+                order += 1
+                events.append((nt - 1e-6, order, f"+{nt - start:7.1f}s  … {seid} attempt {st['attempt'] + 1} scheduled (backoff)"))
+                self._steps[seid] = f"BACKOFF{st['attempt']}"
+        for name, msgs in snap["streams"].items():
+            for m in msgs:
+                key = f"{name}/{m['resumeToken']}"
+                if key in self._streams:
+                    continue
+                self._streams.add(key)
+                t = parse_iso(m["createdTime"]) or 0.0
+                order += 1
+                events.append((t, order, f"+{t - start:7.1f}s  ✉ {name} {short_value(m['value'])}  ({m['source']})"))
+        events.sort()
+        out.extend(e[2] for e in events)
+        return out
