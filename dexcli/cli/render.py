@@ -361,10 +361,11 @@ class LineDiffer:
                 hb_prev = prev[1] if prev else 0
                 if a["heartbeats"] > hb_prev:
                     order += 1
-                    cp = f" · checkpoint {short_value(st['lastHeartbeatValue'])}" if st["hasCheckpoint"] else ""
-                    events.append((parse_iso(st["lastHeartbeatTime"]) or t, order,
-                                   f"+{(parse_iso(st['lastHeartbeatTime']) or t) - start:7.1f}s  ♥ {seid} heartbeat "
-                                   f"#{a['heartbeats']}{cp}"))
+                    current = a["attempt"] == st["attempt"]
+                    cp = (f" · checkpoint {short_value(st['lastHeartbeatValue'])}"
+                          if current and st["hasCheckpoint"] else "")
+                    hb_t = parse_iso(a.get("lastHeartbeatTime")) or t
+                    events.append((hb_t, order, f"+{hb_t - start:7.1f}s  ♥ {seid} heartbeat #{a['heartbeats']}{cp}"))
                 if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
                     end = parse_iso(a["endTime"]) or t
                     order += 1

@@ -427,7 +427,8 @@ class Engine:
         for stream, text, at, size in out.streams:
             tokens.append(tx.append_stream(run.definition.flow_type, stream.name, run.flow_id,
                                            f"#{run.seid}", text, at, size, stream.stream_capacity_bytes))
-        tx.bump_attempt_counters(run.flow_id, run.seid, run.attempt, out.heartbeats, len(out.streams))
+        tx.bump_attempt_counters(run.flow_id, run.seid, run.attempt, out.heartbeats, len(out.streams),
+                                 out.last_time)
         return True, tokens
 
     def _after_outputs(self, run: AttemptRun, out: Outputs, tokens: list[int | None]) -> None:

@@ -63,6 +63,7 @@ def _attempt(a: dict[str, Any]) -> dict[str, Any]:
         "detail": a["detail"],
         "owner": a["owner"],
         "heartbeats": a["heartbeats"],
+        "lastHeartbeatTime": iso(a["last_heartbeat"]),
         "streamWrites": a["stream_writes"],
     }
 

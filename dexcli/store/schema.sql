@@ -64,6 +64,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     error_type        TEXT,
     detail            TEXT,
     heartbeats        INTEGER NOT NULL DEFAULT 0,
+    last_heartbeat    REAL,
     stream_writes     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (flow_id, step_execution_id, attempt)
 );

@@ -169,11 +169,12 @@ class Tx:
             (*fields.values(), flow_id, seid, attempt),
         )
 
-    def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int) -> None:
+    def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int,
+                              at: float) -> None:
         self.c.execute(
-            "UPDATE attempts SET heartbeats = heartbeats + ?, stream_writes = stream_writes + ? "
+            "UPDATE attempts SET heartbeats = heartbeats + ?, stream_writes = stream_writes + ?, last_heartbeat = ? "
             "WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
-            (heartbeats, writes, flow_id, seid, attempt),
+            (heartbeats, writes, at, flow_id, seid, attempt),
         )
 
     # --- history --------------------------------------------------------------------------
