@@ -1,0 +1,29 @@
+"""`python -m bench.child SCENARIO JSON`: one measurement in its own process."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+from bench.common import emit
+
+
+def main() -> None:
+    scenario, args = sys.argv[1], json.loads(sys.argv[2])
+    if scenario.startswith("dbos_"):
+        from bench import dbos_peer as mod
+    else:
+        from bench import dex_scenarios as mod  # type: ignore[no-redef]
+    fn = getattr(mod, scenario)
+    try:
+        result = fn(**args)
+    except Exception as exc:  # reported, not raised: the harness goes on with the others
+        traceback.print_exc()
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    if result is not None:
+        emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Small helpers shared by the scenarios: resource usage, percentiles, running a child."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULT_PREFIX = "BENCH_RESULT "
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def peak_rss_mib() -> float:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    k = max(0, min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1)))))
+    return xs[k]
+
+
+def fresh_db(path: Path) -> Path:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+    return path
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def child_argv(scenario: str, args: dict[str, Any]) -> list[str]:
+    return [sys.executable, "-m", "bench.child", scenario, json.dumps(args)]
+
+
+def run_child(scenario: str, args: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter (clean RSS and CPU counters); return its JSON."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(child_argv(scenario, args), cwd=ROOT, env=child_env(), capture_output=True,
+                          text=True, timeout=timeout)
+    wall = time.perf_counter() - t0
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            out: dict[str, Any] = json.loads(line[len(RESULT_PREFIX):])
+            out.setdefault("child_wall_s", wall)
+            return out
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+    return {"error": f"{scenario} exited {proc.returncode}: " + " | ".join(tail)}
+
+
+def emit(result: dict[str, Any]) -> None:
+    print(RESULT_PREFIX + json.dumps(result), flush=True)

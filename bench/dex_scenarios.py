@@ -1,0 +1,263 @@
+"""The dex side of every scenario. Each function runs in a fresh child process
+(`bench.child`) and returns a JSON-able dict; `bench.run` compares and reports."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import cpu_seconds, fresh_db, peak_rss_mib, percentile
+
+
+def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
+    from dexcli.engine.clock import Clock
+    from dexcli.engine.core import Engine
+    from dexcli.loader import load_ref
+    from dexcli.sdk.registry import Registry
+    from dexcli.store import Store
+
+    store = Store(db)
+    clock = clock or Clock(offset=store.clock_offset())
+    return Engine(store, clock, Registry(flows or []), loader=load_ref)
+
+
+# ---------------------------------------------------------------------------------- 1 -----
+def throughput(db: str, n: int) -> dict[str, Any]:
+    """N ThreeStepFlow runs one after another, real time, SYNC durability (the default)."""
+    from dexcli.engine.clock import run as run_on_clock
+    from flows.three_steps import ThreeStepFlow
+
+    fresh_db(Path(db))
+    engine = _engine(db)
+    flow = ThreeStepFlow()
+    warm = min(20, n)
+    ids = [f"tp-{i}" for i in range(n + warm)]
+
+    async def go(batch: list[str], offset: int) -> None:
+        for i, fid in enumerate(batch):
+            engine.start_flow(flow, fid, offset + i)
+            await engine.run([fid], until_idle=True)
+
+    run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
+    commits0, trans0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
+    t0 = time.perf_counter()
+    run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
+    wall = time.perf_counter() - t0
+    cpu = cpu_seconds() - cpu0
+    commits = engine.store.commits - commits0
+    transitions = engine.stats["transitions"] - trans0
+    conn = sqlite3.connect(db)
+    bad = conn.execute("SELECT COUNT(*) FROM flows WHERE status != 'COMPLETED'").fetchone()[0]
+    rows = conn.execute(
+        "SELECT s.end_time - s.scheduled_at FROM steps s WHERE s.flow_id IN "
+        f"(SELECT flow_id FROM flows WHERE flow_id NOT IN ({','.join('?' * warm)}))", ids[:warm]
+    ).fetchall()
+    conn.close()
+    lat = [r[0] * 1000 for r in rows]
+    return {
+        "flows": n, "wall_s": wall, "flows_per_s": n / wall, "cpu_s": cpu,
+        "step_latency_mean_ms": sum(lat) / len(lat), "step_latency_p99_ms": percentile(lat, 99),
+        "commits": commits, "transitions": transitions, "flow_starts": n,
+        "commits_per_transition": commits / max(1, transitions),
+        "commits_per_transition_incl_start": commits / max(1, transitions + n),
+        "not_completed": bad,
+    }
+
+
+def sqlite_raw(db: str, seconds: float = 2.0) -> dict[str, Any]:
+    """Single-row INSERT transactions (BEGIN IMMEDIATE; INSERT; COMMIT), WAL + synchronous=NORMAL."""
+    fresh_db(Path(db))
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+    n = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        for _ in range(200):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t (v) VALUES (?)", ("x" * 32,))
+            conn.execute("COMMIT")
+        n += 200
+        if time.perf_counter() >= deadline:
+            break
+    wall = time.perf_counter() - t0
+    conn.close()
+    return {"commits": n, "wall_s": wall, "commits_per_s": n / wall}
+
+
+# ---------------------------------------------------------------------------------- 2 -----
+def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, Any]:
+    """n polling flows at once in one process, real time.
+
+    kind "fast": bench.fastpoll (poll 0.5 s, job done at 3 s); "seed": flows.polling
+    (poll 2 s, job done at the FakeJobService default 6 s). time_skip (smoke tests only) jumps
+    over idle waits, so timings are meaningless but every code path runs in a blink.
+    """
+    from dexcli.engine.clock import Clock
+    from dexcli.engine.clock import run as run_on_clock
+    from dexcli.engine.runtime import Runtime
+    from flows.job_service import FAKE_JOB_DURATION_SECONDS, FakeJobService
+
+    fresh_db(Path(db))
+    if kind == "fast":
+        from bench.fastpoll import JOB_DURATION_SECONDS, FastPollingFlow as FlowCls
+        duration = JOB_DURATION_SECONDS
+    else:
+        from flows.polling import PollingFlow as FlowCls  # type: ignore[assignment]
+        duration = FAKE_JOB_DURATION_SECONDS
+    flow = FlowCls()
+    engine = _engine(db, Clock(auto_advance=True) if time_skip else None, flows=[flow])
+    jobs = FakeJobService(Runtime(engine.store, engine.clock))
+    ids = [f"poll-{i}" for i in range(n)]
+    if kind == "fast":
+        for fid in ids:  # job properties are set before the flows start (not timed)
+            jobs.configure_job(fid, duration_seconds=duration)
+    rss_before = peak_rss_mib()
+    cpu0, commits0 = cpu_seconds(), engine.store.commits
+    t0 = time.perf_counter()
+    for fid in ids:
+        engine.start_flow(flow, fid)
+    t_started = time.perf_counter()
+
+    async def go() -> None:
+        await engine.run(None, until_idle=True)
+
+    run_on_clock(go, engine.clock)
+    t_end = time.perf_counter()
+    cpu = cpu_seconds() - cpu0
+    conn = sqlite3.connect(db)
+    status = dict(conn.execute("SELECT status, COUNT(*) FROM flows GROUP BY status").fetchall())
+    hb, sw = conn.execute("SELECT COALESCE(SUM(heartbeats),0), COALESCE(SUM(stream_writes),0) FROM attempts").fetchone()
+    timeouts = conn.execute(
+        "SELECT COUNT(*) FROM attempts WHERE outcome IN ('TIMED_OUT','LOST')").fetchone()[0]
+    hb_timeouts = conn.execute(
+        "SELECT COUNT(*) FROM attempts WHERE outcome IN ('TIMED_OUT','LOST') AND error_type = 'Heartbeat'"
+    ).fetchone()[0]
+    last_close = conn.execute("SELECT MAX(close_time) - MIN(start_time) FROM flows").fetchone()[0]
+    conn.close()
+    run_s = t_end - t_started
+    total = t_end - t0
+    return {
+        "flows": n, "kind": kind, "ideal_s": duration, "submit_s": t_started - t0, "run_s": run_s,
+        "wall_s": total, "ratio_total": total / duration, "ratio_run": run_s / duration,
+        "db_span_s": last_close, "cpu_s": cpu, "peak_rss_mib": peak_rss_mib(),
+        "rss_before_mib": rss_before, "statuses": status, "heartbeats": hb, "stream_writes": sw,
+        "heartbeat_writes_per_s": (hb + sw) / total,
+        "flush_commits": engine.stats["heartbeat_flushes"],
+        "commits": engine.store.commits - commits0, "commits_per_s": (engine.store.commits - commits0) / total,
+        "timeouts": timeouts, "heartbeat_timeouts": hb_timeouts,
+    }
+
+
+# ---------------------------------------------------------------------------------- 3 -----
+def virtual_timeout(db: str) -> dict[str, Any]:
+    """The ten-minute MAX_JOB_WAIT scenario on virtual time: a 15-minute job, AwaitJob hits
+    StartToClose at 10 min, RecordJobWaitFailure fails the flow."""
+    from dexcli.engine.runtime import Runtime
+    from dexcli.testing import DexTestEnv
+    from flows.job_service import FakeJobService
+    from flows.polling import PollingFlow
+
+    fresh_db(Path(db))
+    t_setup = time.perf_counter()
+    with DexTestEnv(db) as env:
+        jobs = FakeJobService(Runtime(env.store, env.clock))
+        flow = PollingFlow(jobs)
+        jobs.configure_job("slow-job", duration_seconds=15 * 60)
+        t0 = time.perf_counter()
+        result = env.run(flow, flow_id="slow-job")
+        wall = time.perf_counter() - t0
+        row = env.store.get_flow("slow-job")
+        assert row is not None
+        virtual = row["close_time"] - row["start_time"]
+        attempts = env.store.attempts_of("slow-job")
+    timeouts = [a["error_type"] for a in attempts if a["outcome"] == "TIMED_OUT"]
+    status = getattr(result.status, "value", result.status)
+    out: dict[str, Any] = {"wall_s": wall, "setup_s": t0 - t_setup, "virtual_s": virtual,
+                           "speedup": virtual / wall, "status": status, "timeouts": timeouts}
+    if "StartToClose" not in timeouts or status != "FAILED":
+        out["error"] = f"expected StartToClose then FAILED, got {timeouts} and {status}"
+    return out
+
+
+# ---------------------------------------------------------------------------------- 4 -----
+def make_big_db(db: str, n: int) -> dict[str, Any]:
+    """A database of n finished ThreeStepFlow runs: one real run through the engine (virtual
+    time), then its rows cloned n-1 times in one transaction (ids and times shifted)."""
+    from dexcli.testing import DexTestEnv
+    from flows.three_steps import ThreeStepFlow
+
+    fresh_db(Path(db))
+    t0 = time.perf_counter()
+    with DexTestEnv(db, start=1_767_225_600.0) as env:
+        env.run(ThreeStepFlow(), input=1, flow_id="tpl")
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "CREATE TEMP TABLE seq AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?) "
+        "SELECT i FROM c", (n - 1,))
+    fid = "'flow-' || printf('%06d', seq.i)"
+    shift = "seq.i * 7.0"
+    conn.execute(
+        f"INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, close_time,"
+        f" error_type, error_message, graceful, completions) SELECT {fid}, run_id || '-' || seq.i, flow_type, flow_ref,"
+        f" status, input, request_id || '-' || seq.i, start_time + {shift}, close_time + {shift}, error_type,"
+        f" error_message, graceful, completions FROM flows, seq WHERE flows.flow_id = 'tpl'")
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(steps)")]
+    times = {"scheduled_at", "first_attempt_at", "next_attempt_at", "attempt_started_at", "last_heartbeat_time",
+             "heartbeat_deadline", "attempt_deadline", "total_deadline", "end_time"}
+    sel = ", ".join(fid if c == "flow_id" else (f"{c} + {shift}" if c in times else c) for c in cols)
+    conn.execute(f"INSERT INTO steps ({', '.join(cols)}) SELECT {sel} FROM steps, seq WHERE steps.flow_id = 'tpl'")
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(attempts)")]
+    sel = ", ".join(fid if c == "flow_id" else (f"{c} + {shift}" if c in ("start_time", "end_time") else c)
+                    for c in cols)
+    conn.execute(f"INSERT INTO attempts ({', '.join(cols)}) SELECT {sel} FROM attempts, seq "
+                 "WHERE attempts.flow_id = 'tpl'")
+    conn.execute(f"INSERT INTO history (flow_id, event_time, type, payload) SELECT {fid}, event_time + {shift}, "
+                 "type, payload FROM history, seq WHERE history.flow_id = 'tpl' ORDER BY seq.i, event_id")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    count = conn.execute("SELECT COUNT(*) FROM flows").fetchone()[0]
+    conn.close()
+    return {"flows": count, "build_s": time.perf_counter() - t0, "size_mib": Path(db).stat().st_size / 2**20,
+            "sample_id": f"flow-{n // 2:06d}"}
+
+
+# ---------------------------------------------------------------------------------- 5 -----
+def recovery_holder(db: str, n: int, ready_file: str) -> None:
+    """Start n PollingFlows with hour-long jobs and run them until killed (SIGKILL)."""
+    from dexcli.engine.clock import run as run_on_clock
+    from dexcli.engine.runtime import Runtime
+    from flows.job_service import FakeJobService
+    from flows.polling import PollingFlow
+
+    fresh_db(Path(db))
+    flow = PollingFlow()
+    engine = _engine(db, flows=[flow])
+    jobs = FakeJobService(Runtime(engine.store, engine.clock))
+    for i in range(n):
+        jobs.configure_job(f"rec-{i}", duration_seconds=3600)
+        engine.start_flow(flow, f"rec-{i}", flow_ref="name:polling")
+    Path(ready_file).write_text("started")
+
+    async def go() -> None:
+        await engine.run(None, until_idle=False)
+
+    run_on_clock(go, engine.clock)
+
+
+def recovery_worker(db: str) -> None:
+    """The fallback `dex worker`: drive every flow in the database until killed."""
+    from dexcli.engine.clock import run as run_on_clock
+
+    engine = _engine(db)
+
+    async def go() -> None:
+        await engine.run(None, until_idle=False)
+
+    run_on_clock(go, engine.clock)

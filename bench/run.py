@@ -1,0 +1,279 @@
+"""`python -m bench`: run the scenarios of issue 6, print a table, write bench/RESULTS.md.
+
+Every measurement runs in a fresh child interpreter (`python -m bench.child ...`) so CPU time
+and peak RSS belong to that scenario alone; DBOS runs in the same invocation, on the same
+kind of SQLite file (WAL, synchronous=NORMAL), so each comparison is a ratio from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.common import ROOT, child_argv, child_env, run_child
+
+SCENARIOS = ("throughput", "pollers", "virtual", "cli", "recovery")
+
+FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "pollers_1k": 1000, "dbos_pollers": 500,
+        "pollers_10k": 10000, "cli_flows": 100_000, "cli_runs": 7, "recovery_n": 1000, "raw_seconds": 2.0}
+QUICK = {"throughput_n": 10, "dbos_throughput_n": 10, "pollers_1k": 5, "dbos_pollers": 5,
+         "pollers_10k": 10, "cli_flows": 200, "cli_runs": 1, "recovery_n": 5, "raw_seconds": 0.2}
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------ scenarios --
+def scenario_throughput(ctx: dict[str, Any]) -> dict[str, Any]:
+    w, cfg = ctx["workdir"], ctx["cfg"]
+    out: dict[str, Any] = {}
+    log(f"throughput: dex, {cfg['throughput_n']} sequential ThreeStepFlow runs")
+    out["dex"] = run_child("throughput", {"db": str(w / "throughput.db"), "n": cfg["throughput_n"]})
+    log("throughput: raw SQLite single-row commits")
+    out["sqlite"] = run_child("sqlite_raw", {"db": str(w / "raw.db"), "seconds": cfg["raw_seconds"]})
+    if ctx["dbos"]:
+        log(f"throughput: DBOS, {cfg['dbos_throughput_n']} sequential workflows")
+        out["dbos"] = run_child("dbos_throughput", {"db": str(w / "dbos-throughput.sqlite"),
+                                                    "n": cfg["dbos_throughput_n"]})
+    return out
+
+
+def scenario_pollers(ctx: dict[str, Any]) -> dict[str, Any]:
+    w, cfg, skip = ctx["workdir"], ctx["cfg"], ctx["quick"]
+    out: dict[str, Any] = {}
+    log(f"pollers: dex, {cfg['pollers_1k']} fast pollers (poll 0.5 s, job 3 s)")
+    out["dex_1k"] = run_child("pollers", {"db": str(w / "pollers-1k.db"), "n": cfg["pollers_1k"], "kind": "fast",
+                                          "time_skip": skip})
+    if ctx["dbos"]:
+        if skip:
+            out["dbos_1k"] = {"error": "skipped in --quick (real-time only)"}
+        else:
+            log(f"pollers: DBOS, {cfg['dbos_pollers']} fast pollers")
+            out["dbos_1k"] = run_child("dbos_pollers", {"db": str(w / "dbos-pollers.sqlite"),
+                                                        "n": cfg["dbos_pollers"]})
+    log(f"pollers: dex, {cfg['pollers_10k']} PollingFlow pollers (poll 2 s, job 6 s)")
+    out["dex_10k"] = run_child("pollers", {"db": str(w / "pollers-10k.db"), "n": cfg["pollers_10k"],
+                                           "kind": "seed", "time_skip": skip})
+    return out
+
+
+def scenario_virtual(ctx: dict[str, Any]) -> dict[str, Any]:
+    log("virtual time: the ten-minute MAX_JOB_WAIT scenario")
+    repeat = 1 if ctx["quick"] else 3
+    runs = [run_child("virtual_timeout", {"db": str(ctx["workdir"] / f"virtual-{i}.db")}) for i in range(repeat)]
+    good = [r for r in runs if "error" not in r]
+    if not good:
+        return {"dex": runs[0]}
+    best = sorted(good, key=lambda r: r["wall_s"])[len(good) // 2]  # the median run
+    return {"dex": dict(best, runs=[r["wall_s"] for r in good])}
+
+
+def _time_cmd(argv: list[str], runs: int, env: dict[str, str]) -> dict[str, Any]:
+    times, last = [], None
+    for _ in range(runs + 1):  # the first run warms the page cache and .pyc files
+        t0 = time.perf_counter()
+        last = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        times.append((time.perf_counter() - t0) * 1000)
+        if last.returncode != 0:
+            err = (last.stderr or last.stdout).strip().splitlines()
+            return {"error": f"exit {last.returncode}: {err[-1] if err else ''}"[:300], "cmd": " ".join(argv)}
+    times = sorted(times[1:])
+    return {"median_ms": times[len(times) // 2], "min_ms": times[0], "cmd": " ".join(argv)}
+
+
+def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
+    cfg, w = ctx["cfg"], ctx["workdir"]
+    env = child_env()
+    env["NO_COLOR"] = "1"
+    runs = cfg["cli_runs"]
+    out: dict[str, Any] = {"baseline": _time_cmd([sys.executable, "-c", "pass"], runs, env)}
+    dex = shutil.which("dex")
+    if dex is None:
+        out["help"] = out["list"] = out["inspect"] = {"error": "`dex` is not on PATH"}
+        return out
+    out["help"] = _time_cmd([dex, "--help"], runs, env)
+    log(f"cli: building a database of {cfg['cli_flows']} finished flows")
+    db = w / "cli-big.db"
+    built = run_child("make_big_db", {"db": str(db), "n": cfg["cli_flows"]})
+    out["db"] = built
+    if "error" in built:
+        out["list"] = out["inspect"] = {"error": "database not built: " + built["error"]}
+        return out
+    out["list"] = _time_cmd([dex, "--db", str(db), "list"], runs, env)
+    out["inspect"] = _time_cmd([dex, "--db", str(db), "inspect", built["sample_id"]], runs, env)
+    return out
+
+
+def _count(db: Path, sql: str) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute(sql).fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return -1
+
+
+def _dex_worker_ok(env: dict[str, str]) -> bool:
+    dex = shutil.which("dex")
+    if dex is None:
+        return False
+    try:
+        r = subprocess.run([dex, "worker", "--help"], env=env, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0
+
+
+def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
+    n, w = ctx["cfg"]["recovery_n"], ctx["workdir"]
+    db, ready = w / "recovery.db", w / "recovery.ready"
+    ready.unlink(missing_ok=True)
+    env = child_env()
+    log(f"recovery: {n} PollingFlows in flight in a child process")
+    holder = subprocess.Popen(child_argv("recovery_holder", {"db": str(db), "n": n, "ready_file": str(ready)}),
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    in_flight_sql = "SELECT COUNT(*) FROM steps WHERE step_type = 'AwaitJob' AND status = 'RUNNING'"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and holder.poll() is None:
+            if ready.exists() and _count(db, in_flight_sql) == n:
+                break
+            time.sleep(0.05)
+        if holder.poll() is not None:
+            err = holder.stderr.read().decode(errors="replace").strip().splitlines() if holder.stderr else []
+            return {"error": f"holder exited {holder.returncode}: {err[-1] if err else ''}"}
+        in_flight = _count(db, in_flight_sql)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    if in_flight != n:
+        return {"error": f"only {in_flight}/{n} flows in flight before the kill"}
+
+    from dexcli.store import Store
+
+    store = Store(db)
+    skip = 60 + 10  # HeartbeatTimeout of AwaitJob is 1 min
+    store.set_clock_offset(store.clock_offset() + skip)
+    store.close()
+    use_cli = _dex_worker_ok(env)
+    argv = ([shutil.which("dex") or "dex", "--db", str(db), "worker", "--until-idle"] if use_cli
+            else child_argv("recovery_worker", {"db": str(db)}))
+    running_again_sql = ("SELECT COUNT(*) FROM steps WHERE step_type = 'AwaitJob' AND status = 'RUNNING' "
+                         "AND attempt >= 2")
+    log(f"recovery: SIGKILLed with {n} in flight; clock skipped {skip} s; starting "
+        f"{'dex worker' if use_cli else 'an Engine.run worker subprocess'}")
+    t0 = time.perf_counter()
+    worker = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first_seen = None
+    recovered = None
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and worker.poll() is None:
+            c = _count(db, running_again_sql)
+            if c > 0 and first_seen is None:
+                first_seen = time.perf_counter() - t0
+            if c == n:
+                recovered = time.perf_counter() - t0
+                break
+            time.sleep(0.005)
+        rc = worker.poll()
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    lost = _count(db, "SELECT COUNT(*) FROM attempts WHERE outcome = 'LOST' AND error_type = 'Heartbeat'")
+    if recovered is None:
+        err = worker.stderr.read().decode(errors="replace").strip().splitlines() if worker.stderr else []
+        return {"error": f"not every flow running again (worker rc {rc}): {err[-1] if err else 'timed out'}",
+                "in_flight": in_flight}
+    return {"flows": n, "in_flight": in_flight, "recovered_s": recovered, "first_running_s": first_seen,
+            "lost_attempts": lost, "clock_skip_s": skip, "worker": " ".join(argv),
+            "worker_kind": "dex worker" if use_cli else "Engine.run subprocess (dex worker unavailable)"}
+
+
+RUNNERS = {"throughput": scenario_throughput, "pollers": scenario_pollers, "virtual": scenario_virtual,
+           "cli": scenario_cli, "recovery": scenario_recovery}
+
+
+# ------------------------------------------------------------------------------ main -------
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny N, time-skipping pollers (smoke test)")
+    ap.add_argument("--only", default=",".join(SCENARIOS),
+                    help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    ap.add_argument("--n", type=int, default=None, help="override the sequential throughput flow count")
+    ap.add_argument("--no-dbos", action="store_true", help="skip the DBOS peer even when installed")
+    ap.add_argument("--workdir", type=Path, default=None, help="where databases go (default: a temp dir)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="where to write RESULTS.md (default bench/RESULTS.md; '-' for nowhere)")
+    ap.add_argument("--json", type=Path, default=None, help="also dump the raw results as JSON here")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in only if s not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    cfg = dict(QUICK if args.quick else FULL)
+    if args.n:
+        cfg["throughput_n"] = args.n
+    from bench.dbos_peer import available
+
+    dbos_ok, dbos_info = available()
+    use_dbos = dbos_ok and not args.no_dbos
+    dbos_note = (f"DBOS {dbos_info}" if use_dbos else
+                 ("DBOS skipped (--no-dbos)" if dbos_ok else
+                  f"DBOS not importable ({dbos_info}); install with pip install -e '.[bench]'"))
+    log(dbos_note)
+    tmp = None
+    if args.workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="dex-bench-")
+        workdir = Path(tmp.name)
+    else:
+        workdir = args.workdir.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    ctx = {"workdir": workdir, "cfg": cfg, "quick": args.quick, "dbos": use_dbos}
+    results: dict[str, Any] = {}
+    started = time.time()
+    load_start = os.getloadavg()
+    try:
+        for name in only:
+            t0 = time.perf_counter()
+            try:
+                results[name] = RUNNERS[name](ctx)
+            except Exception as exc:  # one broken scenario must not hide the others
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"{name}: done in {time.perf_counter() - t0:.1f} s")
+        meta = report.machine_info(workdir)
+        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *(argv or sys.argv[1:])]),
+                    dbos=dbos_note, config=cfg, started=started, quick=args.quick,
+                    elapsed_s=time.time() - started,
+                    load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)")
+        rows = report.evaluate(results, meta)
+        print(report.table(rows))
+        if args.json:
+            args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
+        target = args.results if args.results is not None else ROOT / "bench" / "RESULTS.md"
+        if str(target) != "-":
+            target.write_text(report.markdown(rows, results, meta))
+            log(f"wrote {target}")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return 0

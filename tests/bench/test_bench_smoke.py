@@ -1,0 +1,47 @@
+"""The benchmark harness keeps working: `python -m bench --quick` end to end, tiny N, no DBOS.
+
+No timing assertions: only that every scenario ran and the report was written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_run_writes_a_report(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    raw = tmp_path / "raw.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--no-dbos", "--workdir", str(tmp_path / "work"),
+         "--results", str(results), "--json", str(raw)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(raw.read_text())["results"]
+    assert set(data) == {"throughput", "pollers", "virtual", "cli", "recovery"}
+    tp = data["throughput"]["dex"]
+    assert "error" not in tp, tp
+    assert tp["not_completed"] == 0 and tp["transitions"] == 3 * tp["flows"]
+    for key in ("dex_1k", "dex_10k"):
+        p = data["pollers"][key]
+        assert "error" not in p, p
+        assert p["statuses"] == {"COMPLETED": p["flows"]}
+        assert p["heartbeat_timeouts"] == 0
+    assert data["virtual"]["dex"].get("status") == "FAILED", data["virtual"]
+    assert "error" not in data["recovery"], data["recovery"]  # worker: `dex worker` or the fallback
+    assert "DBOS" not in data["throughput"] and "dbos" not in data["throughput"]
+    text = results.read_text()
+    assert "## Targets" in text and "quick mode" in text
+    assert "verdict" in proc.stdout
+
+
+def test_unknown_scenario_is_a_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench", "--only", "nope", "--results", "-"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "unknown scenario" in proc.stderr
