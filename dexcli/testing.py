@@ -54,10 +54,13 @@ class DexTestEnv:
         flow_id = self.start(flow, input, flow_id)
         return self.client.wait_for_flow(flow_id)
 
-    def drive(self, flow_ids: list[str] | None = None, until: Any = None) -> None:
-        """Drive flows (all by default) until nothing is left to run, or until `until()`."""
+    def drive(self, flow_ids: list[str] | None = None, until: Any = None, poll: float = 0.5) -> None:
+        """Drive flows (all by default) until nothing is left to run, or until `until()`.
+
+        `until` is checked on every change and at least every `poll` virtual seconds.
+        """
         async def go() -> None:
-            await self.engine.run(flow_ids, until_idle=until is None, stop=until)
+            await self.engine.run(flow_ids, until_idle=until is None, stop=until, stop_poll=poll)
         run_on_clock(go, self.clock)
 
     def result(self, flow_id: str) -> FlowResult:

@@ -126,11 +126,13 @@ class Engine:
         self.store = store
         self.clock = clock
         self.registry = registry or Registry()
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._owner_base = owner or f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
         self.faults = faults or Faults()
         self.loader = loader
         self.listeners: list[Callable[[Event], None]] = []
         self._runs: dict[tuple[str, str], AttemptRun] = {}
+        self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
         self._flush_scheduled = False
         self._wake: asyncio.Event | None = None
@@ -218,11 +220,18 @@ class Engine:
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
-                  stop: Callable[[], bool] | None = None) -> None:
+                  stop: Callable[[], bool] | None = None, stop_poll: float | None = None) -> None:
         """Drive flows until `stop()` is true, or (until_idle) nothing of them is left to run.
 
-        flow_ids=None drives every flow in the database (a worker).
+        flow_ids=None drives every flow in the database (a worker). `stop` is checked whenever
+        something changes, and at least every `stop_poll` seconds of the engine's clock.
+
+        Each call leases under a new owner id: an attempt a previous call left running (it was
+        stopped mid-attempt) is then treated like a crashed process's — declared lost once its
+        heartbeat deadline passes, and retried.
         """
+        if not self._runs:
+            self.owner = f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
         poll = self.clock.follow_real and not self.clock.auto_advance
@@ -233,6 +242,9 @@ class Engine:
                     self.clock.set_offset(self.store.clock_offset())
                     now = self.clock.now()
                 ids = self._driven(flow_ids)
+                if flow_ids is not None and not ids and self._unloadable:
+                    fid = next(iter(self._unloadable))
+                    raise UsageError(f"cannot run flow {fid}: {self._unloadable[fid]}")
                 self._reap(now, ids)
                 self._claim(now, ids)
                 if stop is not None and stop():
@@ -243,6 +255,8 @@ class Engine:
                 timeout = None if wake_at is None else max(0.0, wake_at - self.clock.now())
                 if poll:
                     timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
+                if stop is not None and stop_poll is not None:
+                    timeout = stop_poll if timeout is None else min(timeout, stop_poll)
                 self._wake.clear()
                 if timeout is None or timeout > 0:
                     try:
@@ -271,6 +285,8 @@ class Engine:
         return [f for f in flow_ids if f not in self._unloadable]
 
     def _claim(self, now: float, flow_ids: list[str] | None) -> None:
+        if not self.store.read(lambda tx: tx.runnable_steps(now, flow_ids, 1)):
+            return  # nothing due: no write transaction
         with self.store.tx() as tx:
             rows = tx.runnable_steps(now, flow_ids, CLAIM_BATCH)
             claimed = []
@@ -307,6 +323,7 @@ class Engine:
         for definition, spec, row in claimed:
             run = AttemptRun(self, definition, spec, row, now)
             self._runs[run.key] = run
+            self._by_flow.setdefault(run.flow_id, set()).add(run.key)
             self.stats["attempts"] += 1
             run.task = asyncio.ensure_future(self._run_attempt(run))
 
@@ -321,6 +338,11 @@ class Engine:
         finally:
             if self._runs.get(run.key) is run:
                 del self._runs[run.key]
+                keys = self._by_flow.get(run.flow_id)
+                if keys is not None:
+                    keys.discard(run.key)
+                    if not keys:
+                        del self._by_flow[run.flow_id]
             self._poke()
 
     async def _supervise(self, run: AttemptRun) -> None:
@@ -561,8 +583,9 @@ class Engine:
                                                   "errorMessage": message, "results": completions})
 
     def _after_close(self, flow_id: str, closed: tuple[str, str | None, str | None]) -> None:
-        for run in list(self._runs.values()):
-            if run.flow_id == flow_id:
+        for key in list(self._by_flow.get(flow_id, ())):
+            run = self._runs.get(key)
+            if run is not None:
                 run.fence(f"flow {closed[0]}")
                 if run.task is not None and not run.task.done():
                     run.task.cancel()
@@ -652,8 +675,7 @@ class Engine:
 
     def _reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
-        with self.store.tx() as tx:
-            rows = tx.expired_foreign_attempts(now, self.owner, flow_ids)
+        rows = self.store.read(lambda tx: tx.expired_foreign_attempts(now, self.owner, flow_ids))
         for row in rows:
             at, kind = earliest_deadline(row["attempt_deadline"], row["heartbeat_deadline"], row["total_deadline"])
             opts = json.loads(row["options"])

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
-
-import pydantic_core
-from pydantic import TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from dexcli.sdk.errors import ValueMappingError
 
+if TYPE_CHECKING:  # pydantic loads on first use: `dex --help` should not pay for it
+    from pydantic import TypeAdapter, ValidationError
+
 
 def to_jsonable(value: Any) -> Any:
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    import pydantic_core
+
     try:
         return pydantic_core.to_jsonable_python(value)
     except (pydantic_core.PydanticSerializationError, TypeError) as exc:
@@ -25,14 +29,18 @@ def encode(value: Any) -> str:
 
 
 @lru_cache(maxsize=512)
-def _adapter(tp: Any) -> TypeAdapter[Any]:
+def _adapter(tp: Any) -> "TypeAdapter[Any]":
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
 
 
-def adapter(tp: Any) -> TypeAdapter[Any]:
+def adapter(tp: Any) -> "TypeAdapter[Any]":
     try:
         return _adapter(tp)
     except TypeError:  # unhashable type expression
+        from pydantic import TypeAdapter
+
         return TypeAdapter(tp)
 
 
@@ -40,6 +48,8 @@ def from_jsonable(data: Any, tp: Any) -> Any:
     """Decode plain JSON data into `tp` (Any or None type returns it unchanged)."""
     if tp is Any or tp is None and data is None:
         return data
+    from pydantic import ValidationError
+
     try:
         return adapter(tp).validate_python(data)
     except ValidationError as exc:
@@ -56,7 +66,7 @@ def type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
 
 
-def describe_validation_error(exc: ValidationError, tp: Any) -> str:
+def describe_validation_error(exc: "ValidationError", tp: Any) -> str:
     first = exc.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ()))
     where = f" at field '{loc}'" if loc else ""

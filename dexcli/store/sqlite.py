@@ -138,6 +138,8 @@ class Tx:
         return rows
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:
+        if flow_ids == []:
+            return []
         sql = ("SELECT s.* FROM steps s WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
@@ -147,6 +149,8 @@ class Tx:
         return self.c.execute(sql, (*args, limit)).fetchall()
 
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None) -> list[dict[str, Any]]:
+        if flow_ids == []:
+            return []
         sql = ("SELECT * FROM steps WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?) "
                "AND MIN(heartbeat_deadline, attempt_deadline, total_deadline) <= ?")
         args: list[Any] = [owner, now]
@@ -328,6 +332,11 @@ class Store:
             self._conn.execute("COMMIT")
             self.commits += 1
 
+    def read(self, fn: Callable[[Tx], Any]) -> Any:
+        """Run read-only statements without taking the write lock (no transaction, no commit)."""
+        with self._lock:
+            return fn(Tx(self._conn))
+
     def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self._lock:
             return self._conn.execute(sql, args).fetchall()
@@ -400,6 +409,8 @@ class Store:
     def next_wake(self, flow_ids: list[str] | None, owner: str) -> float | None:
         """Earliest time something in these flows becomes due: a queued step, a retry, or a
         foreign attempt's deadline (after which this process may declare it lost)."""
+        if flow_ids == []:
+            return None
         cond, args = "", []
         if flow_ids is not None:
             cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
@@ -414,6 +425,8 @@ class Store:
         return min(times) if times else None
 
     def count_open_steps(self, flow_ids: list[str] | None = None) -> int:
+        if flow_ids == []:
+            return 0
         cond, args = "", ()
         if flow_ids is not None:
             cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
@@ -423,8 +436,7 @@ class Store:
 
     # --- kv for examples ------------------------------------------------------------------
     def kv_get(self, ns: str, key: str) -> Any:
-        with self.tx() as tx:
-            return tx.kv_get(ns, key)
+        return self.read(lambda tx: tx.kv_get(ns, key))
 
     def kv_put(self, ns: str, key: str, value: Any) -> None:
         with self.tx() as tx:
