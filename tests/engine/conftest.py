@@ -1,0 +1,23 @@
+"""Fixtures for the engine rule tests (issue 2, section 2).
+
+Everything runs on DexTestEnv's virtual clock: a step's `asyncio.sleep(600)` takes no wall
+time, and every assertion about time is about virtual timestamps relative to the start.
+"""
+
+import pytest
+
+from dexcli.engine.runtime import Runtime
+from dexcli.testing import DexTestEnv
+from flows.job_service import FakeJobService
+
+
+@pytest.fixture
+def env(tmp_path):
+    with DexTestEnv(tmp_path / "dex.db") as e:
+        e.t0 = e.clock.now()
+        yield e
+
+
+@pytest.fixture
+def jobs(env):
+    return FakeJobService(Runtime(env.store, env.clock))

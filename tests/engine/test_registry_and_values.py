@@ -1,0 +1,233 @@
+"""Registration errors (flow + step + problem) and value encoding (JSON through pydantic)."""
+
+import enum
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pydantic
+import pytest
+
+from dexcli import (
+    AsyncContext,
+    Context,
+    Flow,
+    FlowDefinitionError,
+    FlowStatus,
+    Registry,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    ValueMappingError,
+    go_to,
+    graceful_complete,
+)
+
+# --- registry validation ----------------------------------------------------------------------
+
+
+class Ok(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class OkStr(Step[str]):
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(input)
+
+
+class Steps(Flow[int]):
+    def __init__(self, step_list: StepList) -> None:
+        self.step_list = step_list
+
+    def get_flow_type(self) -> str:
+        return "BadFlow"
+
+    def get_steps(self) -> StepList[int]:
+        return self.step_list
+
+
+def problems_of(step_list: StepList) -> str:
+    with pytest.raises(FlowDefinitionError) as info:
+        Registry([Steps(step_list)])
+    return str(info.value)
+
+
+def test_a_valid_flow_registers():
+    Registry([Steps(StepList.start_step(Ok()).other_steps(OkStr()))])
+
+
+def test_no_start_step():
+    msg = problems_of(StepList.without_start_step(Ok()))
+    assert "BadFlow" in msg and "start step" in msg
+
+
+def test_no_start_step_is_refused_at_start_too(env):
+    with pytest.raises(FlowDefinitionError, match="BadFlow"):
+        env.start(Steps(StepList.empty()), 1, "f")
+    assert env.store.get_flow("f") is None
+
+
+def test_duplicate_step_type():
+    msg = problems_of(StepList.start_step(Ok()).other_steps(Ok()))
+    assert "BadFlow" in msg and "Ok" in msg and "duplicate" in msg
+
+
+class Renamed(Ok):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get_step_type(self) -> str:
+        return self.name
+
+
+def test_duplicate_step_class():
+    msg = problems_of(StepList.start_step(Renamed("A")).other_steps(Renamed("B")))
+    assert "BadFlow" in msg and "Renamed" in msg and "duplicate step class" in msg
+
+
+class SyncWithAsyncContext(Step[int]):
+    def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class AsyncWithContext(Step[int]):
+    async def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+@pytest.mark.parametrize("bad", [SyncWithAsyncContext, AsyncWithContext])
+def test_wrong_context_annotation(bad):
+    msg = problems_of(StepList.start_step(Ok()).other_steps(bad()))
+    assert f"flow BadFlow, step {bad.__name__}" in msg and "Context" in msg
+
+
+class FastHeartbeat(Step[int]):
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(heartbeat_timeout=timedelta(seconds=5))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+def test_heartbeat_timeout_under_10_seconds():
+    msg = problems_of(StepList.start_step(FastHeartbeat()))
+    assert "flow BadFlow, step FastHeartbeat" in msg and "10 s" in msg
+
+
+class TenSecondHeartbeat(FastHeartbeat):
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(heartbeat_timeout=timedelta(seconds=10))
+
+
+def test_heartbeat_timeout_of_exactly_10_seconds_is_allowed():
+    Registry([Steps(StepList.start_step(TenSecondHeartbeat()))])
+
+
+class RecoversToStr(Step[int]):
+    def get_step_options(self) -> StepOptions:
+        return StepOptions().on_execute_failure_proceed_to(OkStr)
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+def test_recovery_step_with_another_input_type():
+    msg = problems_of(StepList.start_step(RecoversToStr()).other_steps(OkStr()))
+    assert "flow BadFlow, step RecoversToStr" in msg and "OkStr" in msg
+    assert "int" in msg and "str" in msg
+
+
+def test_every_problem_is_reported_at_once():
+    with pytest.raises(FlowDefinitionError) as info:
+        Registry([Steps(StepList.start_step(FastHeartbeat()).other_steps(SyncWithAsyncContext()))])
+    assert len(info.value.problems) == 2
+
+
+def test_on_execute_failure_proceed_to_returns_a_copy():
+    base = StepOptions()
+    routed = base.on_execute_failure_proceed_to(OkStr)
+    assert base.execute_failure_step is None and routed.execute_failure_step is OkStr
+
+
+# --- value encoding -----------------------------------------------------------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclass(frozen=True)
+class Order:
+    order_id: str
+    qty: int
+    color: Color
+
+
+class Receipt(pydantic.BaseModel):
+    order_id: str
+    total: float
+    colors: list[Color]
+
+
+class Take(Step[Order]):
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def execute(self, context: Context, input: Order) -> StepDecision:
+        self.seen.append(input)
+        return go_to(Bill, Receipt(order_id=input.order_id, total=input.qty * 2.5, colors=[input.color]))
+
+
+class Bill(Step[Receipt]):
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def execute(self, context: AsyncContext, input: Receipt) -> StepDecision:
+        self.seen.append(input)
+        return graceful_complete(input)
+
+
+class OrderFlow(Flow[Order]):
+    def __init__(self) -> None:
+        self.take, self.bill = Take(), Bill()
+
+    def get_steps(self) -> StepList[Order]:
+        return StepList.start_step(self.take).other_steps(self.bill)
+
+
+def test_dataclass_enum_and_pydantic_values_round_trip(env):
+    flow = OrderFlow()
+    result = env.run(flow, Order("o-1", 4, Color.BLUE), "f")
+    assert result.status is FlowStatus.COMPLETED
+    assert flow.take.seen == [Order("o-1", 4, Color.BLUE)]
+    assert isinstance(flow.take.seen[0].color, Color)
+    assert flow.bill.seen == [Receipt(order_id="o-1", total=10.0, colors=[Color.BLUE])]
+    receipt = result.single_output(Receipt)
+    assert isinstance(receipt, Receipt) and receipt.colors == [Color.BLUE]
+    # stored as JSON, not pickled
+    view = env.inspect("f")
+    assert view["summary"]["input"] == {"order_id": "o-1", "qty": 4, "color": "blue"}
+    raw = env.store.get_flow("f")["input"]
+    assert json.loads(raw) == {"order_id": "o-1", "qty": 4, "color": "blue"}
+
+
+def test_plain_json_input_is_decoded_into_the_declared_type(env):
+    flow = OrderFlow()
+    env.run(flow, {"order_id": "o-2", "qty": 1, "color": "red"}, "f")
+    assert flow.take.seen == [Order("o-2", 1, Color.RED)]
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"order_id": "o", "qty": "many", "color": "red"}, "qty"),
+    ({"order_id": "o", "qty": 1, "color": "green"}, "color"),
+    ({"qty": 1, "color": "red"}, "order_id"),
+])
+def test_invalid_input_is_rejected_naming_the_field(env, bad, field):
+    with pytest.raises(ValueMappingError) as info:
+        env.start(OrderFlow(), bad, "f")
+    assert field in str(info.value) and "Take" in str(info.value)
+    assert env.store.get_flow("f") is None
