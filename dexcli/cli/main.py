@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from dexcli.sdk.errors import DexError, NotFoundError, UsageError
 
@@ -23,8 +24,48 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
                    "3 not found · 4 conflict · 130 interrupted · 137 injected crash.")
 
+def _click_exceptions() -> Any:
+    try:  # typer >= 0.2x vendors click as typer._click
+        from typer import _click
+
+        return _click.exceptions
+    except ImportError:  # pragma: no cover - older typer on the real click
+        import click
+
+        return click.exceptions
+
+
+class DexGroup(TyperGroup):
+    """Click's own usage errors (unknown option, missing argument, bad value) as one line on
+    stderr, `dex: error: ...`, like every other user mistake; exit code 2."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        exc = _click_exceptions()
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except exc.NoArgsIsHelpError as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except exc.ClickException as e:
+            hint = ""
+            ctx = getattr(e, "ctx", None)
+            if isinstance(e, exc.UsageError) and ctx is not None:
+                hint = f" (see `{ctx.command_path} --help`)"
+            msg = e.format_message().replace("\n", " ")
+            print(f"dex: error: {msg}{hint}", file=sys.stderr)
+            sys.exit(e.exit_code)
+        except exc.Abort:
+            print("dex: interrupted", file=sys.stderr)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 app = typer.Typer(
     name="dex",
+    cls=DexGroup,
     help="Run and inspect Dex flows on one machine: durable steps, retries, heartbeats and "
          "checkpoints in SQLite, with a live terminal view.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
