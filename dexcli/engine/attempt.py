@@ -36,12 +36,22 @@ def timeout_detail(kind: str, opts: dict[str, Any]) -> str:
     return f"TotalDuration of {opts['totalDuration']:g} s expired"
 
 
+TIE_SECONDS = 1.0  # Dex limits have whole-second precision
+
+
 def earliest_deadline(attempt_deadline: float, heartbeat_deadline: float,
                       total_deadline: float) -> tuple[float, str]:
-    """The first limit to expire; on a tie StartToClose wins, then Heartbeat."""
+    """The first limit to expire, and its kind.
+
+    Deadlines less than a second apart count as a tie, won by StartToClose, then Heartbeat:
+    when ExecuteMethodTimeout equals TotalDuration (the seed's MAX_JOB_WAIT), the total
+    deadline, set when the step was scheduled, falls a few milliseconds before the attempt's,
+    and Dex reports the attempt timeout.
+    """
     cands = [(attempt_deadline, 0), (heartbeat_deadline, 1), (total_deadline, 2)]
-    t, i = min(cands)
-    return t, TIMEOUT_ORDER[i]
+    t = min(c[0] for c in cands)
+    kind = min(i for d, i in cands if d - t < TIE_SECONDS)
+    return t, TIMEOUT_ORDER[kind]
 
 
 @dataclass

@@ -58,12 +58,6 @@ def test_run_a_job_longer_than_the_wait_fails_through_the_recovery_step(cli):
     assert snap["summary"]["errorMessage"].startswith("waiting for job slow failed: ")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine: under --time-skip the clock follows real time, so the attempt starts a few ms after its "
-    "step was scheduled; with ExecuteMethodTimeout == TotalDuration (10 m) the total deadline "
-    "(scheduled_at + 600) is strictly earlier than the attempt deadline (attempt start + 600) and the "
-    "attempt ends ScheduleToClose instead of StartToClose (the tie-break in attempt.earliest_deadline "
-    "only helps on exact ties, which happen only on DexTestEnv's pure virtual clock)"))
 def test_run_a_job_longer_than_the_wait_fails_with_start_to_close(cli):
     res = cli.ok("run", "polling", "--flow-id", "slow", "--job-duration", "15m", "--time-skip", code=1)
     assert "FAILED" in res.stdout
