@@ -280,9 +280,13 @@ class Store:
                                    factory=_Connection)
             conn.row_factory = _row
             conn.execute("PRAGMA busy_timeout = 30000")
-            app_id = _first(conn.execute("PRAGMA application_id").fetchone())
-            version = _first(conn.execute("PRAGMA user_version").fetchone())
-            tables = _first(conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone())
+            conn.execute("BEGIN")  # one snapshot: another process may be creating the schema now
+            try:
+                app_id = _first(conn.execute("PRAGMA application_id").fetchone())
+                version = _first(conn.execute("PRAGMA user_version").fetchone())
+                tables = _first(conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone())
+            finally:
+                conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a dex database ({exc})") from exc
         if tables and app_id != _APP_ID:
