@@ -1,0 +1,386 @@
+"""Shared machinery for the crash suite: run `dex` as real subprocesses, kill them, read what the
+database says before and after recovery, and check the recovery rules.
+
+Every trial has its own database (time skips move a database's clock for every flow in it).
+Trials are independent, so a module submits all of its trials to one thread pool up front and
+each test then waits for its own trial: the subprocess work overlaps, the assertions stay per test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from dexcli.engine.doctor import check as doctor_check
+from dexcli.store import Store
+from flows.job_service import status_of
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS_NS = "polling.jobs"
+HEARTBEAT_TIMEOUT = 60.0  # every step of both example flows uses the 60 s default / AwaitJob's 1 min
+STEP_TIMEOUT = 120  # wall seconds any single dex subprocess may take before the test gives up
+
+ENV = {k: v for k, v in os.environ.items() if k not in ("DEX_DB", "FORCE_COLOR")}
+ENV.update(NO_COLOR="1", TERM="dumb", COLUMNS="200", PYTHONUNBUFFERED="1")
+
+# Two cores: a few more workers than cores, since a trial spends part of its time sleeping
+# (real-time victims) or waiting on another process.
+POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("DEX_CRASH_JOBS", "5")),
+                          thread_name_prefix="crash-trial")
+
+
+def submit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    return POOL.submit(fn, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- processes ----
+def dex_cmd(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "dexcli", "--db", str(db), *args]
+
+
+@dataclass
+class Proc:
+    args: list[str]
+    pid: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def describe(self) -> str:
+        return (f"$ {' '.join(self.args[2:])}\n  exit {self.returncode}\n"
+                f"  stdout:\n{_indent(self.stdout)}\n  stderr:\n{_indent(self.stderr)}")
+
+
+def _indent(text: str, n: int = 4000) -> str:
+    text = text if len(text) <= n else "…" + text[-n:]
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def dex(db: Path, *args: str, timeout: float = STEP_TIMEOUT) -> Proc:
+    p = subprocess.Popen(dex_cmd(db, *args), cwd=ROOT, env=ENV, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"dex {' '.join(args)} took over {timeout} s\n{_indent(out)}\n{_indent(err)}")
+    return Proc(p.args, p.pid, p.returncode, out, err)
+
+
+def spawn(db: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(dex_cmd(db, *args), cwd=ROOT, env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(p: subprocess.Popen, timeout: float = STEP_TIMEOUT) -> Proc:
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    return Proc(list(p.args), p.pid, p.returncode, out, err)
+
+
+def sigkill(p: subprocess.Popen) -> None:
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def owner_pid(owner: str | None) -> int | None:
+    """Lease owners are `host:pid:random`."""
+    if not owner:
+        return None
+    parts = owner.split(":")
+    return int(parts[1]) if len(parts) >= 3 and parts[1].isdigit() else None
+
+
+# ---------------------------------------------------------------------------- snapshots ----
+@dataclass
+class Snap:
+    """What one flow's rows say at one moment."""
+
+    flow: dict[str, Any] | None
+    steps: dict[str, dict[str, Any]]
+    attempts: dict[tuple[str, int], dict[str, Any]]
+    history: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    job: dict[str, Any] | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str | None:
+        return None if self.flow is None else self.flow["status"]
+
+    @property
+    def states(self) -> list[str]:
+        return [json.loads(m["value"])["state"] for m in self.messages]
+
+    def outputs(self) -> list[Any]:
+        return [c["output"] for c in json.loads(self.flow["completions"])] if self.flow else []
+
+    def running_attempts(self) -> list[dict[str, Any]]:
+        return [a for a in self.attempts.values() if a["outcome"] == "RUNNING"]
+
+    def checkpoint(self, seid: str) -> Any:
+        s = self.steps.get(seid)
+        if s is None or not s["has_heartbeat_value"]:
+            return None
+        return json.loads(s["heartbeat_value"])
+
+
+def snapshot(db: Path, flow_id: str, *, doctor: bool = True) -> Snap:
+    with closing(Store(db)) as store:
+        flow = store.get_flow(flow_id)
+        steps = {s["step_execution_id"]: s for s in store.steps_of(flow_id)}
+        attempts = {(a["step_execution_id"], a["attempt"]): a for a in store.attempts_of(flow_id)}
+        history = [dict(e, payload=json.loads(e["payload"])) for e in store.history_of(flow_id)]
+        messages = store.stream_messages(flow_id, "JobProgress", limit=100_000)
+        job = store.kv_get(JOBS_NS, flow_id)
+        problems = doctor_check(store, flow_id)[0] if doctor and flow is not None else []
+    return Snap(flow, steps, attempts, history, messages, job, problems)
+
+
+def shape(s: Snap, flow_id: str) -> dict[str, Any]:
+    """A run's outcome with its flow id taken out, for comparing with an uncrashed run."""
+    def norm(v: Any) -> Any:
+        return json.loads(json.dumps(v).replace(flow_id, "<id>"))
+
+    assert s.flow is not None
+    return {
+        "status": s.flow["status"],
+        "errorType": s.flow["error_type"],
+        "errorMessage": norm(s.flow["error_message"]),
+        "outputs": norm(s.outputs()),
+        "steps": [(seid, st["status"], norm(json.loads(st["decision"] or "null"))) for seid, st in s.steps.items()],
+    }
+
+
+# ---------------------------------------------------------------------------- trials -------
+@dataclass
+class Trial:
+    name: str
+    flow: str                # polling | three-steps
+    flow_id: str
+    db: Path
+    victim: Proc | None = None
+    pre: Snap | None = None    # right after the victim died
+    resume: Proc | None = None
+    post: Snap | None = None
+    inspect: dict[str, Any] | None = None
+    doctor: Proc | None = None
+    killed: str = ""           # how the victim ended (for reports)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        parts = [f"trial {self.name} (db {self.db}, flow {self.flow_id}, {self.killed})"]
+        for p in (self.victim, self.resume, self.doctor):
+            if p is not None:
+                parts.append(p.describe())
+        if self.post is not None:
+            parts.append("attempts: " + "; ".join(
+                f"{k[0]}#{k[1]} {a['outcome']} {a['error_type'] or ''} owner={a['owner']}"
+                for k, a in sorted(self.post.attempts.items())))
+            parts.append(f"JobProgress: {self.post.states}")
+        return "\n".join(parts)
+
+
+def recover(t: Trial, *, cli: bool) -> Trial:
+    """After the victim ended: snapshot, `dex resume ID --time-skip` when the flow is still
+    RUNNING, snapshot again (with the in-process doctor). With cli, also `dex doctor` when
+    something was resumed. `dex resume --json` ends with the `dex inspect --json` object."""
+    t.pre = snapshot(t.db, t.flow_id, doctor=False)
+    if t.pre.flow is not None and t.pre.status == "RUNNING":
+        t.resume = dex(t.db, "resume", t.flow_id, "--time-skip", "--json")
+        lines = t.resume.stdout.strip().splitlines()
+        if lines:
+            try:
+                last = json.loads(lines[-1])
+            except ValueError:
+                last = None
+            if isinstance(last, dict) and "summary" in last:
+                t.inspect = last
+        if cli:
+            t.doctor = dex(t.db, "doctor")
+    t.post = snapshot(t.db, t.flow_id)
+    return t
+
+
+def flow_args(flow: str, flow_id: str, n: int = 1) -> list[str]:
+    args = ["run", flow, "--flow-id", flow_id]
+    if flow == "three-steps":
+        args += ["--input", str(n)]
+    return args
+
+
+def expected_outputs(flow: str, flow_id: str, n: int = 1) -> list[Any]:
+    return [f"artifact for {flow_id}"] if flow == "polling" else [2 * n + 5]
+
+
+# ---------------------------------------------------------------------------- checks -------
+CRASH_LINE = re.compile(r"crash injected (at|after) ")
+
+
+def check_victim_crashed(t: Trial, what: str) -> None:
+    """An injected crash exits 137; its last lines say what was injected and how to resume."""
+    v = t.victim
+    assert v is not None
+    assert v.returncode == 137, t.describe()
+    lines = [line.strip() for line in v.stderr.strip().splitlines() if line.strip()]
+    assert lines, t.describe()
+    assert f"dex resume {t.flow_id}" in lines[-1], t.describe()
+    assert "--time-skip" in lines[-1], t.describe()  # the victim ran with --time-skip; so should the resume
+    told = "\n".join(lines[-2:])
+    assert CRASH_LINE.search(told) and what in told, t.describe()
+
+
+def check_recovered(t: Trial, *, n: int = 1, baseline: dict[str, Any] | None = None) -> None:
+    """The rules every crash must leave intact once the flow was resumed."""
+    pre, post = t.pre, t.post
+    assert pre is not None and post is not None and post.flow is not None, t.describe()
+    why = t.describe()
+
+    # Same terminal state and result as an uncrashed run.
+    assert post.status == "COMPLETED", why
+    assert post.outputs() == expected_outputs(t.flow, t.flow_id, n), why
+    if baseline is not None:
+        assert shape(post, t.flow_id) == baseline, why
+    if t.resume is not None:
+        assert t.resume.returncode == 0, why
+
+    # Every step's decision applied exactly once: one StepExecuteCompleted per step execution,
+    # no step execution that an extra decision would have created, one FlowClosed.
+    expected_steps = ["StartJob-1", "AwaitJob-1"] if t.flow == "polling" else ["First-1", "Second-1", "Third-1"]
+    assert list(post.steps) == expected_steps, why
+    assert all(s["status"] == "COMPLETED" for s in post.steps.values()), why
+    done = Counter(e["payload"]["stepExecutionId"] for e in post.history if e["type"] == "StepExecuteCompleted")
+    assert done == Counter(expected_steps), why
+    types = Counter(e["type"] for e in post.history)
+    assert types["FlowClosed"] == 1 and types["FlowStarted"] == 1 and types["StepExecuteFailed"] == 0, why
+    assert post.problems == [], why
+    if t.doctor is not None:
+        assert t.doctor.returncode == 0 and "0 problem(s)" in t.doctor.stdout, why
+
+    check_attempts(t)
+    if t.flow == "polling":
+        check_progress(t)
+
+
+def check_attempts(t: Trial) -> None:
+    """Attempt records account for the crash: what was RUNNING when the process died is LOST with
+    `Heartbeat`, at its heartbeat deadline; the next attempt starts after it; nothing else changed."""
+    pre, post = t.pre, t.post
+    assert pre is not None and post is not None
+    why = t.describe()
+    victim_pid = t.victim.pid if t.victim is not None else None
+    resume_pid = t.resume.pid if t.resume is not None else None
+    lost_keys = {k for k, a in pre.attempts.items() if a["outcome"] == "RUNNING"}
+    for k, a in post.attempts.items():
+        if k in lost_keys:
+            b = pre.attempts[k]
+            step = pre.steps[k[0]]
+            assert a["outcome"] == "LOST" and a["error_type"] == "Heartbeat", why
+            assert "HeartbeatTimeout" in (a["detail"] or ""), why
+            assert a["owner"] == b["owner"], why
+            if victim_pid is not None:
+                assert owner_pid(a["owner"]) == victim_pid, why
+            # declared lost exactly when the lease (last heartbeat + timeout) ran out, not before
+            assert abs(a["end_time"] - step["heartbeat_deadline"]) < 1e-6, why
+            last_beat = step["last_heartbeat_time"] or step["attempt_started_at"]
+            assert abs(a["end_time"] - last_beat - HEARTBEAT_TIMEOUT) < 1e-3, why
+            nxt = post.attempts.get((k[0], k[1] + 1))
+            assert nxt is not None and nxt["outcome"] == "COMPLETED", why
+            assert nxt["start_time"] >= a["end_time"], why
+            assert nxt["owner"] != a["owner"], why
+        elif k in pre.attempts:
+            assert a == pre.attempts[k], why  # finished before the crash: untouched since
+        else:
+            assert a["outcome"] == "COMPLETED", why
+            if resume_pid is not None:
+                assert owner_pid(a["owner"]) == resume_pid, why
+    assert not [a for a in post.attempts.values() if a["outcome"] == "LOST" and
+                (a["step_execution_id"], a["attempt"]) not in lost_keys], why
+    # attempts of one step execution never overlap
+    check_no_overlap(list(post.attempts.values()), why)
+
+
+def check_no_overlap(attempts: list[dict[str, Any]], why: str = "") -> None:
+    by_step: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for a in attempts:
+        by_step.setdefault((a["flow_id"], a["step_execution_id"]), []).append(a)
+    for key, atts in by_step.items():
+        atts.sort(key=lambda a: a["attempt"])
+        assert [a["attempt"] for a in atts] == list(range(1, len(atts) + 1)), f"{key}: {atts}\n{why}"
+        for prev, cur in zip(atts, atts[1:]):
+            assert prev["end_time"] is not None, f"{key}: attempt {prev['attempt']} never ended\n{why}"
+            assert cur["start_time"] >= prev["end_time"], (
+                f"{key}: attempt {cur['attempt']} ({cur['owner']}) started at {cur['start_time']} before "
+                f"attempt {prev['attempt']} ({prev['owner']}) ended at {prev['end_time']}\n{why}")
+        for a in atts:
+            if a["end_time"] is not None:
+                assert a["end_time"] >= a["start_time"], f"{key}: {a}\n{why}"
+
+
+ORDER = ["QUEUED", "RUNNING"]
+
+
+def check_progress(t: Trial) -> None:
+    """No progress message sent twice because of a retry, except the one repeat the seed's loop
+    allows: the lost attempt's last Stream write was not checkpointed, and the retry found the job
+    still in that state. Then exactly one repeat, right where the retry began."""
+    pre, post = t.pre, t.post
+    assert pre is not None and post is not None
+    why = t.describe()
+    before, after = pre.states, post.states
+    assert after[: len(before)] == before, why  # the stream is append-only
+    assert set(after) <= set(ORDER), why
+    assert [ORDER.index(s) for s in after] == sorted(ORDER.index(s) for s in after), why
+    repeats = [i for i in range(1, len(after)) if after[i] == after[i - 1]]
+    assert len(repeats) <= 1, why
+
+    # When may (and must) the retry repeat the last message?
+    last = before[-1] if before else None
+    checkpoint = pre.checkpoint("AwaitJob-1")
+    lost = [a for a in pre.running_attempts() if a["step_execution_id"] == "AwaitJob-1"]
+    allowed = last is not None and bool(lost) and checkpoint != last
+    required: bool | None = False
+    if allowed:
+        retry = post.attempts.get(("AwaitJob-1", lost[0]["attempt"] + 1))
+        assert retry is not None and post.job is not None, why
+        s0 = status_of(t.flow_id, post.job, retry["start_time"]).state.value
+        s1 = status_of(t.flow_id, post.job, retry["start_time"] + 0.5).state.value
+        required = (s0 == last) if s0 == s1 else None  # at a job transition: either is right
+    t.notes["repeat"] = bool(repeats)
+    t.notes["repeat_allowed"] = allowed
+    if repeats:
+        assert allowed, f"progress message repeated though the last one was checkpointed\n{why}"
+        assert repeats == [len(before)], f"the repeat is not where the retry began\n{why}"
+    if required is not None:
+        assert bool(repeats) == required, (
+            f"expected {'one repeat' if required else 'no repeat'} of {last!r} "
+            f"(checkpoint {checkpoint!r})\n{why}")
+
+
+def once(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run fn on the first call only; later calls return the first result."""
+    done: list[Any] = []
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append(fn(*args, **kwargs))
+        return done[0]
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
