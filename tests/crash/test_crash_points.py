@@ -36,12 +36,15 @@ class Case:
     repeat: bool = False        # the one allowed repeat of a progress message
     step: str = ""              # where the crash happens (checked against the message)
     job: str | None = None      # --job-duration
+    extra: tuple[str, ...] = ()  # e.g. --job-fails
+    status: str = "COMPLETED"   # how the uncrashed run ends
 
     @property
     def id(self) -> str:
         bits = [self.flow, *(c.lstrip("-") for c in self.crash)]
         if self.job:
             bits.append(f"job{self.job}")
+        bits += [e.lstrip("-") for e in self.extra]
         return "-".join(bits).replace(":", "_").replace("@", "_at_")
 
 
@@ -73,6 +76,11 @@ CASES = [
     # a crash at a moment: 3 s of database time is AwaitJob asleep after writing RUNNING
     Case("polling", ("--crash-after", "3s"), step="after 3 s"),
     Case("polling", ("--crash-after", "3s"), step="after 3 s", repeat=True, job=LONG),
+    # failure paths end as the uncrashed run does: FAILED, with the same message
+    Case("polling", ("--crash-at", "before-commit@AwaitJob"), step="AwaitJob-1 attempt 1",
+         extra=("--job-fails",), status="FAILED"),
+    Case("polling", ("--crash-at", "attempt-start@RecordJobWaitFailure"), step="RecordJobWaitFailure-1 attempt 1",
+         job="15m", status="FAILED"),
     # ---- three steps: First -> Second -> Third, sync handlers; no heartbeats, no Stream writes
     Case("three-steps", ("--crash-at", "attempt-start"), step="First-1 attempt 1"),
     Case("three-steps", ("--crash-at", "attempt-start:2"), step="Second-1 attempt 1"),
@@ -88,14 +96,14 @@ CASES = [
 ]
 
 
-def _baseline(db: Path, flow: str, job: str | None) -> dict:
+def _baseline(db: Path, flow: str, job: str | None, extra: tuple[str, ...]) -> dict:
     fid = "baseline"
-    args = flow_args(flow, fid) + ["--time-skip"] + (["--job-duration", job] if job else [])
+    args = flow_args(flow, fid) + ["--time-skip", *extra] + (["--job-duration", job] if job else [])
     p = dex(db, *args)
-    assert p.returncode == 0, p.describe()
     s = snapshot(db, fid)
+    assert p.returncode == (0 if s.status == "COMPLETED" else 1), p.describe()
     assert s.problems == [] and s.running_attempts() == []
-    assert all(a["outcome"] == "COMPLETED" and a["attempt"] == 1 for a in s.attempts.values())
+    assert all(a["attempt"] == 1 for a in s.attempts.values())
     return shape(s, fid)
 
 
@@ -105,6 +113,7 @@ def _trial(case: Case, db: Path) -> Trial:
     args = flow_args(case.flow, fid) + ["--time-skip", *case.crash]
     if case.job:
         args += ["--job-duration", case.job]
+    args += case.extra
     t.victim = dex(db, *args)
     t.killed = f"exit {t.victim.returncode}"
     return recover(t, cli=True)
@@ -117,8 +126,8 @@ PRIORITY = 2  # conftest starts every module's trials at once, lowest first
 def start(tmp_path_factory):
     base = tmp_path_factory.mktemp("crash-points")
     baselines = {}
-    for key in sorted({(c.flow, c.job) for c in CASES}, key=str):
-        d = base / f"baseline-{key[0]}-{key[1]}"
+    for key in sorted({(c.flow, c.job, c.extra) for c in CASES}, key=str):
+        d = base / "baseline-{}-{}-{}".format(key[0], key[1], "".join(key[2]).strip("-"))
         d.mkdir()
         baselines[key] = submit(_baseline, d / "dex.db", *key)
     trials = {}
@@ -137,7 +146,8 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_crash_point_then_resume(case: Case, runs):
     baselines, trials = runs
-    baseline = baselines[(case.flow, case.job)].result()
+    baseline = baselines[(case.flow, case.job, case.extra)].result()
+    assert baseline["status"] == case.status
     t: Trial = trials[case.id].result()
     why = t.describe()
     if case.fires:
@@ -155,6 +165,12 @@ def test_crash_point_then_resume(case: Case, runs):
     assert len(lost) == case.lost, why
     if t.flow == "polling":
         assert t.notes["repeat"] == case.repeat, why
+    point, _, count = case.crash[1].partition("@")[0].partition(":")
+    if case.fires and point in ("heartbeat", "stream-write"):
+        # the lost attempt's counters stop exactly at the crash point
+        (a,) = lost
+        field = "heartbeats" if point == "heartbeat" else "stream_writes"
+        assert a[field] == int(count or 1), why
 
     if t.resume is None:
         return
@@ -162,12 +178,13 @@ def test_crash_point_then_resume(case: Case, runs):
     # attempt, `Heartbeat`, then a success.
     assert t.inspect is not None, why
     steps = {s["stepExecutionId"]: s for s in t.inspect["steps"]}
-    assert t.inspect["summary"]["flowStatus"] == "COMPLETED", why
+    assert t.inspect["summary"]["flowStatus"] == case.status, why
     for a in lost:
         shown = steps[a["step_execution_id"]]["attempts"]
         assert [x["outcome"] for x in shown] == ["LOST", "COMPLETED"], why
         assert shown[0]["errorType"] == "Heartbeat" and shown[0]["owner"] == a["owner"], why
         assert steps[a["step_execution_id"]]["status"] == "COMPLETED", why
-    for s in steps.values():
-        if s["stepExecutionId"] not in {a["step_execution_id"] for a in lost}:
-            assert [x["outcome"] for x in s["attempts"]] == ["COMPLETED"], why
+    if case.status == "COMPLETED":
+        for s in steps.values():
+            if s["stepExecutionId"] not in {a["step_execution_id"] for a in lost}:
+                assert [x["outcome"] for x in s["attempts"]] == ["COMPLETED"], why

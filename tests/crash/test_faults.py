@@ -33,6 +33,8 @@ def _time_skip_recovery(db: Path) -> Trial:
     t = Trial("manual-skip", "polling", fid, db)
     t.victim = dex(db, *flow_args("polling", fid), "--crash-at", "stream-write:1")
     t.pre = snapshot(db, fid, doctor=False)
+    t.notes["inspect_json"] = dex(db, "inspect", fid, "--json")
+    t.notes["inspect_text"] = dex(db, "inspect", fid)
     t.notes["skip"] = dex(db, "time", "skip", "2m")
     t0 = time.monotonic()
     t.resume = dex(db, "resume", fid)
@@ -158,6 +160,14 @@ def test_crash_recovered_by_dex_time_skip_and_plain_resume(runs):
     assert t.victim.returncode == 137, why
     assert "dex resume manual-skip" in t.victim.stderr.strip().splitlines()[-1], why
     assert t.notes["skip"].returncode == 0, t.notes["skip"].describe()
+    # while it waits, inspect shows the attempt of the dead process as probably lost, and when
+    # its heartbeat timeout will declare it so
+    text = t.notes["inspect_text"].stdout
+    assert "AwaitJob-1 attempt 1 lost?" in text and "Heartbeat timeout in" in text, text
+    running = {s["stepExecutionId"]: s.get("running") for s in json.loads(t.notes["inspect_json"].stdout)["steps"]}
+    r = running["AwaitJob-1"]
+    assert r["ownerAlive"] is False and r["nextTimeout"] == "Heartbeat", r
+    assert 0 < r["secondsToTimeout"] <= 60 and r["owner"] == t.pre.attempts[("AwaitJob-1", 1)]["owner"], r
     check_recovered(t)
     lost = [a for a in t.post.attempts.values() if a["outcome"] == "LOST"]
     assert len(lost) == 1 and lost[0]["step_execution_id"] == "AwaitJob-1", why
