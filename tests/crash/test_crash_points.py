@@ -116,7 +116,7 @@ def _trial(case: Case, db: Path) -> Trial:
     args += case.extra
     t.victim = dex(db, *args)
     t.killed = f"exit {t.victim.returncode}"
-    return recover(t, cli=True)
+    return recover(t, cli=case.flow == "polling")  # `dex doctor` as a process; in-process always
 
 
 PRIORITY = 2  # conftest starts every module's trials at once, lowest first

@@ -15,11 +15,26 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from crashkit import Trial, check_recovered, dex, finish, flow_args, once, recover, sigkill, spawn, submit
+from crashkit import (
+    Trial,
+    check_no_overlap,
+    check_recovered,
+    dex,
+    finish,
+    flow_args,
+    once,
+    owner_pid,
+    recover,
+    sigkill,
+    snapshot,
+    spawn,
+    submit,
+)
 
 SEEDS = range(50)
 
@@ -75,6 +90,29 @@ def _has_flow(db: Path, fid: str) -> bool:
         return s.get_flow(fid) is not None
 
 
+def _double(seed: int, db: Path) -> Trial:
+    """Crash, then SIGKILL the `dex resume` too, then resume again."""
+    rng = random.Random(500 + seed)
+    fid = f"double-{seed}"
+    t = Trial(f"double{seed}", "polling", fid, db)
+    point = rng.choice(["stream-write:2", "heartbeat:1@AwaitJob", "attempt-start@AwaitJob"])
+    t.victim = dex(db, *flow_args("polling", fid), "--time-skip", "--job-duration", "5m", "--crash-at", point)
+    t.pre = snapshot(db, fid, doctor=False)
+    p = spawn(db, "resume", fid, "--time-skip")
+    p.stdout.readline()
+    delay = rng.uniform(0, 0.1)
+    time.sleep(delay)
+    sigkill(p)
+    t.notes["first_resume"] = finish(p)
+    t.killed = f"--crash-at {point}, then the resume SIGKILLed +{delay * 1000:.0f} ms after its header"
+    t.resume = dex(db, "resume", fid, "--time-skip")
+    t.post = snapshot(db, fid)
+    return t
+
+
+DOUBLES = range(4)
+
+
 PRIORITY = 1  # conftest starts every module's trials at once, lowest first
 
 
@@ -86,6 +124,10 @@ def start(tmp_path_factory):
         d = base / f"seed{seed}"
         d.mkdir()
         out[seed] = submit(_trial, seed, d / "dex.db")
+    for seed in DOUBLES:
+        d = base / f"double{seed}"
+        d.mkdir()
+        out[f"double{seed}"] = submit(_double, seed, d / "dex.db")
     return out
 
 
@@ -106,11 +148,49 @@ def test_sigkill_then_resume(seed: int, trials):
 def test_kills_landed_mid_flow(trials):
     """The seeds are not all harmless: many kills left an attempt running, and some hit the
     window where a Stream write was not yet checkpointed."""
-    done = [f.result() for f in trials.values()]
+    done = [trials[seed].result() for seed in SEEDS]
     mid = [t for t in done if t.pre is not None and t.pre.running_attempts()]
     for t in done:  # shown with -s, or when the assertion below fails
         print(f"{t.name}: {t.killed}; pre {t.pre.status if t.pre else None} "
               f"running={len(t.pre.running_attempts()) if t.pre else 0} progress={t.post.states} "
-              f"repeat={t.notes.get('repeat')} allowed={t.notes.get('repeat_allowed')}")
+              f"checkpoint={t.pre.checkpoint('AwaitJob-1') if t.pre else None}")
     assert len(mid) >= len(done) // 3, [t.killed for t in done]
-    assert any(t.notes.get("repeat_allowed") for t in done), [t.killed for t in done]
+    unsaved = [t for t in mid if t.flow == "polling" and t.pre.states
+               and any(a["step_execution_id"] == "AwaitJob-1" for a in t.pre.running_attempts())
+               and t.pre.checkpoint("AwaitJob-1") != t.pre.states[-1]]
+    assert unsaved, [t.killed for t in done]
+
+
+@pytest.mark.parametrize("seed", DOUBLES)
+def test_crash_then_killed_resume_then_resume(seed: int, trials):
+    """Two deaths in a row: every lost attempt is LOST with Heartbeat, the third attempt at the
+    latest succeeds (AwaitJob allows 3), each decision is applied once, and each death adds at
+    most one repeated progress message."""
+    t: Trial = trials[f"double{seed}"].result()
+    why = t.describe() + "\n" + t.notes["first_resume"].describe()
+    post = t.post
+    assert t.victim.returncode == 137 and t.resume.returncode == 0, why
+    first = t.notes["first_resume"]
+    finisher = t.resume.pid
+    if first.returncode == 0:  # the first resume was done before the kill came: one death only
+        assert "already ended" in t.resume.stdout, why
+        finisher = first.pid
+    assert post.status == "COMPLETED" and post.outputs() == [f"artifact for {t.flow_id}"], why
+    assert post.problems == [], why
+    done = Counter(e["payload"]["stepExecutionId"] for e in post.history if e["type"] == "StepExecuteCompleted")
+    assert done == Counter(["StartJob-1", "AwaitJob-1"]), why
+    atts = sorted((a for a in post.attempts.values() if a["step_execution_id"] == "AwaitJob-1"),
+                  key=lambda a: a["attempt"])
+    assert 2 <= len(atts) <= 3 and atts[-1]["outcome"] == "COMPLETED", why
+    assert all(a["outcome"] == "LOST" and a["error_type"] == "Heartbeat" for a in atts[:-1]), why
+    assert owner_pid(atts[0]["owner"]) == t.victim.pid, why
+    if len(atts) == 3:
+        assert owner_pid(atts[1]["owner"]) == first.pid, why
+    assert owner_pid(atts[-1]["owner"]) == finisher, why
+    check_no_overlap(list(post.attempts.values()), why)
+    assert sum(a["stream_writes"] for a in post.attempts.values()) == len(post.messages), why
+    states = post.states
+    assert states[: len(t.pre.states)] == t.pre.states, why
+    assert set(states) <= {"QUEUED", "RUNNING"} and states == sorted(states, key=["QUEUED", "RUNNING"].index), why
+    repeats = sum(1 for i in range(1, len(states)) if states[i] == states[i - 1])
+    assert repeats <= len(atts) - 1, why
