@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,23 @@ if TYPE_CHECKING:
 
 STREAM_MESSAGE_OVERHEAD = 64
 TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """Whether the process holding a lease still runs (None when it cannot be told: other host)."""
+    if not owner:
+        return None
+    host, _, rest = owner.partition(":")
+    pid_s = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_s.isdigit():
+        return None
+    try:
+        os.kill(int(pid_s), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def timeout_detail(kind: str, opts: dict[str, Any]) -> str:

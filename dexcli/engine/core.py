@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from dexcli.engine.attempt import AttemptRun, Outputs, earliest_deadline, invoke, timeout_detail
+from dexcli.engine.attempt import AttemptRun, Outputs, earliest_deadline, invoke, owner_alive, timeout_detail
 from dexcli.engine.clock import Clock
 from dexcli.engine.faults import Faults
 from dexcli.engine.runtime import Runtime, reset_runtime, set_runtime
@@ -112,6 +112,18 @@ def resolve_options(opts: StepOptions, definition: FlowDefinition, where: str) -
         "failureStep": failure,
         "failureStepOptions": failure_opts,
     }
+
+
+async def _real_pause(seconds: float) -> None:
+    """Wait in real time even on an auto-advancing clock (a busy thread stops the jump)."""
+    import time
+
+    loop = asyncio.get_running_loop()
+    runner = getattr(loop, "run_in_thread", None)
+    if runner is None:
+        await asyncio.sleep(seconds)
+    else:
+        await runner(time.sleep, seconds)
 
 
 def retry_delay(opts: dict[str, Any], attempt: int) -> float:
@@ -251,10 +263,19 @@ class Engine:
                     break
                 if until_idle and not self._runs and self.store.count_open_steps(ids) == 0:
                     break
-                wake_at = self.store.next_wake(ids, self.owner)
+                wake_at, live_foreign = self._next_wake(ids)
                 timeout = None if wake_at is None else max(0.0, wake_at - self.clock.now())
                 if poll:
                     timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
+                elif self.clock.auto_advance and self.clock.follow_real and not self._runs and (
+                        timeout is None or live_foreign or flow_ids is None):
+                    # Skipping time with nothing of ours running: another live process may hold
+                    # work (never jump the shared clock over its lease), or new work may be
+                    # started by another process. Look again after a real pause; a busy thread
+                    # keeps the clock from jumping meanwhile.
+                    if timeout is None or timeout > 0:
+                        await _real_pause(min(REAL_POLL_SECONDS, timeout or REAL_POLL_SECONDS))
+                    continue
                 if stop is not None and stop_poll is not None:
                     timeout = stop_poll if timeout is None else min(timeout, stop_poll)
                 self._wake.clear()
@@ -268,6 +289,24 @@ class Engine:
         finally:
             reset_runtime(token)
             self._flush()
+
+    def _next_wake(self, ids: list[str] | None) -> tuple[float | None, bool]:
+        """When something is next due, and whether a live process holds a lease here.
+
+        A lease held by a live process is not a deadline to skip to: its owner heartbeats in
+        real time. A dead owner's deadline is (that is how a crashed attempt gets declared lost).
+        """
+        times = [t for t in (self.store.next_due(ids),) if t is not None]
+        live = False
+        for row in self.store.foreign_leases(ids, self.owner):
+            owner = row["lease_owner"] or ""
+            ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
+            if self.clock.auto_advance and self.clock.follow_real and not ours and owner_alive(owner):
+                live = True
+                continue
+            if row["t"] is not None:
+                times.append(row["t"])
+        return (min(times) if times else None), live
 
     async def shutdown(self) -> None:
         """Stop local attempts without recording anything (as a crash would, but politely)."""

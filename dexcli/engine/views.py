@@ -8,31 +8,12 @@ can be shown again later.
 from __future__ import annotations
 
 import json
-import os
-import socket
 from typing import Any
 
-from dexcli.engine.attempt import earliest_deadline
+from dexcli.engine.attempt import earliest_deadline, owner_alive
 from dexcli.engine.core import iso
 from dexcli.sdk.errors import NotFoundError
 from dexcli.store import Store
-
-
-def owner_alive(owner: str | None) -> bool | None:
-    """Whether the process holding a lease still runs (None when it cannot be told: other host)."""
-    if not owner:
-        return None
-    host, _, rest = owner.partition(":")
-    pid_s = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_s.isdigit():
-        return None
-    try:
-        os.kill(int(pid_s), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _j(text: str | None) -> Any:

@@ -428,6 +428,29 @@ class Store:
         times = [r["t"] for r in (a, b) if r and r["t"] is not None]
         return min(times) if times else None
 
+    def foreign_leases(self, flow_ids: list[str] | None, owner: str) -> list[dict[str, Any]]:
+        """Running attempts other processes hold: their owner and first deadline."""
+        if flow_ids == []:
+            return []
+        cond, args = "", []
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
+        return self._all(
+            "SELECT lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) AS t FROM steps "
+            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}", (owner, *args))
+
+    def next_due(self, flow_ids: list[str] | None) -> float | None:
+        """Earliest time a queued step or a retry becomes runnable."""
+        if flow_ids == []:
+            return None
+        cond, args = "", ()
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = tuple(flow_ids)
+        row = self._one(f"SELECT MIN(next_attempt_at) AS t FROM steps WHERE status IN ('QUEUED','BACKOFF'){cond}", args)
+        return row["t"] if row else None
+
     def count_open_steps(self, flow_ids: list[str] | None = None) -> int:
         if flow_ids == []:
             return 0

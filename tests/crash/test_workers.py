@@ -49,9 +49,16 @@ def _scenario(db: Path, kill: bool, seed: int = 0) -> dict[str, Any]:
     engine = _engine(db)
     _start_sentinel(engine)
     a = spawn(db, "worker", "--until-idle")
+    assert "dex worker" in a.stdout.readline()
+    if kill:  # the worker to be killed must hold a lease then: let it take the sentinel first
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            row = engine.store.read(lambda tx: tx.get_step("sentinel", "AwaitJob-1"))
+            if row is not None and row["status"] == "RUNNING" and owner_pid(row["lease_owner"]) == a.pid:
+                break
+            time.sleep(0.05)
     b = spawn(db, "worker", "--until-idle")
-    for w in (a, b):
-        assert "dex worker" in w.stdout.readline()
+    assert "dex worker" in b.stdout.readline()
     flow = ThreeStepFlow()
     kill_after = rng.randint(30, 70) if kill else None
     killed_at = None
@@ -191,20 +198,12 @@ def test_killed_worker_is_taken_over_after_its_leases_expire(runs):
     assert r["doctor"].returncode == 0 and "0 problem(s)" in r["doctor"].stdout, r["doctor"].describe()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: `dex worker --time-skip` never looks for new work: Engine.run polls the database "
-    "only when follow_real and not auto_advance (core.py run, `poll = ...`), so with nothing due it "
-    "waits on its wake event forever and a flow started by another process stays RUNNING"))
 def test_time_skip_worker_picks_up_flows_started_later(runs):
     db, fut = runs["late-flow"]
     r = fut.result()
     assert r["status"] == "COMPLETED", r["worker"].describe()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: an auto-skipping process treats another live process's lease as an idle wait: "
-    "Store.next_wake includes foreign heartbeat deadlines, the time-skip clock jumps the shared "
-    "database clock there, and _reap declares the healthy owner's attempt LOST (Heartbeat)"))
 def test_time_skip_worker_does_not_take_a_live_lease(runs):
     db, fut = runs["live-lease"]
     r = fut.result()
