@@ -145,6 +145,7 @@ class Engine:
         self.listeners: list[Callable[[Event], None]] = []
         self._runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
+        self._driving_all = False
         self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
         self._flush_scheduled = False
         self._wake: asyncio.Event | None = None
@@ -244,6 +245,7 @@ class Engine:
         """
         if not self._runs:
             self.owner = f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
+        self._driving_all = flow_ids is None
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
         poll = self.clock.follow_real and not self.clock.auto_advance
@@ -298,10 +300,13 @@ class Engine:
         """
         times = [t for t in (self.store.next_due(ids),) if t is not None]
         live = False
+        # Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
+        # explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
+        respect_live = self.clock.auto_advance and self.clock.follow_real and self._driving_all
         for row in self.store.foreign_leases(ids, self.owner):
             owner = row["lease_owner"] or ""
             ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
-            if self.clock.auto_advance and self.clock.follow_real and not ours and owner_alive(owner):
+            if respect_live and not ours and owner_alive(owner):
                 live = True
                 continue
             if row["t"] is not None:
