@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import sqlite3
 import time
 from pathlib import Path
@@ -90,12 +92,18 @@ def sqlite_raw(db: str, seconds: float = 2.0) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- 2 -----
+FAST_POLL_INTERVAL = timedelta(seconds=0.5)  # issue 6's pollers scenario (a)
+FAST_JOB_SECONDS = 3.0
+
+
 def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, Any]:
     """n polling flows at once in one process, real time.
 
-    kind "fast": bench.fastpoll (poll 0.5 s, job done at 3 s); "seed": flows.polling
-    (poll 2 s, job done at the FakeJobService default 6 s). time_skip (smoke tests only) jumps
-    over idle waits, so timings are meaningless but every code path runs in a blink.
+    Both kinds run the seed's PollingFlow (`flows/polling.py`). kind "fast" polls every 0.5 s
+    with jobs done at 3 s; "seed" keeps the seed's constants (poll 2 s, job done at 6 s). Each
+    scenario runs in its own child process, so setting the module's POLL_INTERVAL here changes
+    nothing else. time_skip (smoke tests only) jumps over idle waits, so timings are
+    meaningless but every code path runs in a blink.
     """
     from dexcli.engine.clock import Clock
     from dexcli.engine.clock import run as run_on_clock
@@ -103,13 +111,14 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     from flows.job_service import FAKE_JOB_DURATION_SECONDS, FakeJobService
 
     fresh_db(Path(db))
+    import flows.polling as polling
+
     if kind == "fast":
-        from bench.fastpoll import JOB_DURATION_SECONDS, FastPollingFlow as FlowCls
-        duration = JOB_DURATION_SECONDS
+        polling.POLL_INTERVAL = FAST_POLL_INTERVAL
+        duration = FAST_JOB_SECONDS
     else:
-        from flows.polling import PollingFlow as FlowCls  # type: ignore[assignment]
         duration = FAKE_JOB_DURATION_SECONDS
-    flow = FlowCls()
+    flow = polling.PollingFlow()
     engine = _engine(db, Clock(auto_advance=True) if time_skip else None, flows=[flow])
     jobs = FakeJobService(Runtime(engine.store, engine.clock))
     ids = [f"poll-{i}" for i in range(n)]

@@ -300,7 +300,7 @@ def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str
         "resolution) and the call time. Commits are `Store.commits` (every `BEGIN IMMEDIATE…COMMIT`, "
         "including ones that change nothing). The raw rate is `BEGIN IMMEDIATE; INSERT one row; COMMIT` in a "
         "loop on the same disk.",
-        "2. **Pollers** — (a) `bench/fastpoll.py`: the seed's PollingFlow shape with a 0.5 s poll; each job "
+        "2. **Pollers** — (a) `flows/polling.py` PollingFlow with its POLL_INTERVAL set to 0.5 s; each job "
         "is configured to finish at 3 s; Stream message on each status change, heartbeat otherwise. DBOS: "
         "an async workflow with a start step, a status step per round, `write_stream` on change and "
         "`sleep_async(0.5)`; the DBOS job lives in memory (dex's lives in the database). (b) "
