@@ -550,6 +550,21 @@ class Engine:
             encode(decision.output)
         return movements
 
+    def _commit_attempt(self, run: AttemptRun, body: Callable[[Tx], Any]) -> tuple[bool, Any]:
+        """One transaction that ends an attempt: its pending heartbeats and Stream messages,
+        then `body`. A stale owner (fenced in a WHERE clause) gets (False, None), nothing applied."""
+        try:
+            with self.store.tx() as tx:
+                outputs = self._take_outputs(tx, run)
+                result = body(tx)
+        except _Fenced:
+            run.fence("step no longer owned (flow closed or attempt taken over)")
+            return False, None
+        self.stats["transitions"] += 1
+        if outputs is not None:
+            self._after_outputs(run, *outputs)
+        return True, result
+
     def _complete(self, run: AttemptRun, decision: StepDecision,
                   plan: list[tuple[StepSpec, str, dict[str, Any]]]) -> None:
         self.faults.hit("before-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
@@ -557,58 +572,53 @@ class Engine:
         kind = decision.kind
         output = to_jsonable(decision.output) if decision.has_output else None
         summary: dict[str, Any] = {"kind": kind.value}
-        closed: tuple[str, str | None, str | None] | None = None
-        outputs = None
-        try:
-            with self.store.tx() as tx:
-                flow = tx.get_flow(run.flow_id)
-                if flow is None or flow["status"] != "RUNNING":
-                    raise _Fenced()
-                outputs = self._take_outputs(tx, run)
-                next_ids = []
-                for spec, input_json, opts in plan:
-                    next_ids.append(self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json,
-                                                      opts, run.seid, now))
-                if plan:
-                    summary["next"] = [{"stepType": s.step_type, "stepExecutionId": i, "input": json.loads(j)}
-                                       for (s, j, _), i in zip(plan, next_ids)]
-                if decision.has_output:
-                    summary["output"] = output
-                if decision.reason is not None:
-                    summary["reason"] = decision.reason
-                ok = tx.update_step(run.flow_id, run.seid,
-                                    where={"lease_owner": self.owner, "attempt": run.attempt, "status": "RUNNING"},
-                                    status="COMPLETED", decision=json.dumps(summary), end_time=now)
-                if not ok:
-                    raise _Fenced()
-                tx.update_attempt(run.flow_id, run.seid, run.attempt, end_time=now, outcome="COMPLETED")
-                completions = json.loads(flow["completions"])
-                if decision.has_output and kind in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
-                    completions.append({"stepType": run.spec.step_type, "stepExecutionId": run.seid,
-                                        "output": output})
-                    tx.update_flow(run.flow_id, completions=json.dumps(completions))
-                tx.add_event(run.flow_id, now, "StepExecuteCompleted", {
-                    "stepExecutionId": run.seid, "fromStepExecutionId": run.row["from_step_execution_id"],
-                    "stepType": run.spec.step_type, "attempt": run.attempt,
-                    "startedTime": iso(run.started), "duration": round(now - run.started, 6),
-                    "decision": summary,
-                })
-                if kind is DecisionKind.GRACEFUL_COMPLETE:
-                    tx.update_flow(run.flow_id, graceful=1)
-                if kind is DecisionKind.FORCE_COMPLETE:
-                    closed = ("COMPLETED", None, None)
-                elif kind is DecisionKind.FORCE_FAIL:
-                    closed = ("FAILED", "STEP_DECISION_FAILED", decision.reason)
-                elif (flow["graceful"] or kind is DecisionKind.GRACEFUL_COMPLETE) and tx.active_step_count(run.flow_id) == 0:
-                    closed = ("COMPLETED", None, None)
-                if closed is not None:
-                    self._close(tx, run.flow_id, now, *closed, completions=completions)
-        except _Fenced:
-            run.fence("step no longer owned (flow closed or attempt taken over)")
+
+        def body(tx: Tx) -> tuple[str, str | None, str | None] | None:
+            flow = tx.get_flow(run.flow_id)
+            if flow is None or flow["status"] != "RUNNING":
+                raise _Fenced()
+            next_ids = [self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json, opts, run.seid, now)
+                        for spec, input_json, opts in plan]
+            if plan:
+                summary["next"] = [{"stepType": s.step_type, "stepExecutionId": i, "input": json.loads(j)}
+                                   for (s, j, _), i in zip(plan, next_ids)]
+            if decision.has_output:
+                summary["output"] = output
+            if decision.reason is not None:
+                summary["reason"] = decision.reason
+            ok = tx.update_step(run.flow_id, run.seid,
+                                where={"lease_owner": self.owner, "attempt": run.attempt, "status": "RUNNING"},
+                                status="COMPLETED", decision=json.dumps(summary), end_time=now)
+            if not ok:
+                raise _Fenced()
+            tx.update_attempt(run.flow_id, run.seid, run.attempt, end_time=now, outcome="COMPLETED")
+            completions = json.loads(flow["completions"])
+            if decision.has_output and kind in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
+                completions.append({"stepType": run.spec.step_type, "stepExecutionId": run.seid,
+                                    "output": output})
+                tx.update_flow(run.flow_id, completions=json.dumps(completions))
+            tx.add_event(run.flow_id, now, "StepExecuteCompleted", {
+                "stepExecutionId": run.seid, "fromStepExecutionId": run.row["from_step_execution_id"],
+                "stepType": run.spec.step_type, "attempt": run.attempt,
+                "startedTime": iso(run.started), "duration": round(now - run.started, 6),
+                "decision": summary,
+            })
+            if kind is DecisionKind.GRACEFUL_COMPLETE:
+                tx.update_flow(run.flow_id, graceful=1)
+            closed: tuple[str, str | None, str | None] | None = None
+            if kind is DecisionKind.FORCE_COMPLETE:
+                closed = ("COMPLETED", None, None)
+            elif kind is DecisionKind.FORCE_FAIL:
+                closed = ("FAILED", "STEP_DECISION_FAILED", decision.reason)
+            elif (flow["graceful"] or kind is DecisionKind.GRACEFUL_COMPLETE) and tx.active_step_count(run.flow_id) == 0:
+                closed = ("COMPLETED", None, None)
+            if closed is not None:
+                self._close(tx, run.flow_id, now, *closed, completions=completions)
+            return closed
+
+        ok, closed = self._commit_attempt(run, body)
+        if not ok:
             return
-        self.stats["transitions"] += 1
-        if outputs is not None:
-            self._after_outputs(run, *outputs)
         self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                   attempt=run.attempt, duration=now - run.started, decision=summary)
         if closed is not None:
@@ -638,17 +648,10 @@ class Engine:
     # ------------------------------------------------------------------ failure ----------
     def _fail(self, run: AttemptRun, error_type: str, detail: str, at: float, *, outcome: str = "FAILED",
               delay_override: float | None = None, fatal: bool = False) -> None:
-        try:
-            with self.store.tx() as tx:
-                outputs = self._take_outputs(tx, run)
-                result = self._apply_failure(tx, run.row, self.owner, run.attempt, error_type, detail, at,
-                                             outcome, delay_override, fatal)
-        except _Fenced:
-            run.fence("step no longer owned (flow closed or attempt taken over)")
+        ok, result = self._commit_attempt(run, lambda tx: self._apply_failure(
+            tx, run.row, self.owner, run.attempt, error_type, detail, at, outcome, delay_override, fatal))
+        if not ok:
             return
-        self.stats["transitions"] += 1
-        if outputs is not None:
-            self._after_outputs(run, *outputs)
         self._after_failure(run.flow_id, run.seid, run.row["step_type"], run.attempt, error_type, detail,
                             outcome, result)
 
