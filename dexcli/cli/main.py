@@ -6,12 +6,11 @@ Errors a user can cause are DexError subclasses: one line on stderr, exit code o
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -19,7 +18,6 @@ from typer.core import TyperGroup
 
 from dexcli.sdk.errors import DexError, NotFoundError, UsageError
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
                    "3 not found · 4 conflict · 130 interrupted · 137 injected crash.")
@@ -35,6 +33,25 @@ def _click_exceptions() -> Any:
         return click.exceptions
 
 
+def _hoist_global_options(args: list[str]) -> list[str]:
+    """`--db PATH` is global; accept it after the command too (`dex inspect ID --db P`)."""
+    if "--" in args:
+        return args
+    out, moved, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--db" and i + 1 < len(args):
+            moved += args[i:i + 2]
+            i += 2
+            continue
+        if a.startswith("--db="):
+            moved.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return moved + out
+
+
 class DexGroup(TyperGroup):
     """Click's own usage errors (unknown option, missing argument, bad value) as one line on
     stderr, `dex: error: ...`, like every other user mistake; exit code 2."""
@@ -43,9 +60,17 @@ class DexGroup(TyperGroup):
              standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        args = _hoist_global_options(list(sys.argv[1:] if args is None else args))
         exc = _click_exceptions()
+        abort = getattr(exc, "Abort", KeyboardInterrupt)  # not every vendored click has Abort
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
+        except DexError as e:  # every user mistake, from every command: one line, its exit code
+            print(f"dex: error: {str(e).replace(chr(10), ' ')}", file=sys.stderr)
+            sys.exit(e.exit_code)
+        except (KeyboardInterrupt, abort):
+            print("dex: interrupted", file=sys.stderr)
+            sys.exit(130)
         except exc.NoArgsIsHelpError as e:
             e.show()
             sys.exit(e.exit_code)
@@ -57,9 +82,6 @@ class DexGroup(TyperGroup):
             msg = e.format_message().replace("\n", " ")
             print(f"dex: error: {msg}{hint}", file=sys.stderr)
             sys.exit(e.exit_code)
-        except exc.Abort:
-            print("dex: interrupted", file=sys.stderr)
-            sys.exit(130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -98,24 +120,6 @@ def out_console() -> Console:
 
 def err_console() -> Console:
     return Console(stderr=True, no_color=_no_color(), highlight=False, soft_wrap=True)
-
-
-def handle_errors(fn: F) -> F:
-    """Turn a DexError into one line on stderr and its exit code; never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except DexError as exc:
-            msg = str(exc).replace("\n", " ")
-            print(f"dex: error: {msg}", file=sys.stderr)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            print("dex: interrupted", file=sys.stderr)
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def db_path() -> Path:
@@ -179,7 +183,6 @@ def _parse_input(text: Optional[str]) -> Any:
 
 # ---------------------------------------------------------------------------------- run
 @app.command()
-@handle_errors
 def run(
     flow: Optional[str] = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling)."),
     file: Optional[str] = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass."),
@@ -247,7 +250,6 @@ def _new_flow_id(flow_type: str) -> str:
 
 
 @app.command()
-@handle_errors
 def resume(
     flow_id: str = typer.Argument(..., help="The flow to drive to its end."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
@@ -290,7 +292,6 @@ def store_now(store: Any) -> float:
 
 
 @app.command()
-@handle_errors
 def worker(
     until_idle: bool = typer.Option(False, "--until-idle", help="Stop when nothing is left to run."),
     time_skip: bool = typer.Option(False, "--time-skip", help="Skip idle waits (moves the database clock)."),
@@ -306,7 +307,6 @@ def worker(
 
 
 @app.command()
-@handle_errors
 def watch(
     flow_id: str = typer.Argument(..., help="A flow another process is running."),
     json_out: bool = typer.Option(False, "--json", help="Print the inspect object when the flow ends."),
@@ -323,7 +323,6 @@ def watch(
 
 # ---------------------------------------------------------------------------------- read
 @app.command()
-@handle_errors
 def inspect(
     flow_id: str = typer.Argument(..., help="The flow to show."),
     json_out: bool = typer.Option(False, "--json", help="One JSON object: summary, steps, streams, history."),
@@ -344,7 +343,6 @@ STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 
 
 @app.command("list")
-@handle_errors
 def list_flows(
     status: Optional[str] = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
     flow_type: Optional[str] = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
@@ -385,7 +383,6 @@ def list_flows(
 
 
 @app.command()
-@handle_errors
 def flows() -> None:
     """List the flows `dex run` knows by name."""
     from dexcli.loader import KNOWN_FLOWS
@@ -396,7 +393,6 @@ def flows() -> None:
 
 
 @app.command("complete-job")
-@handle_errors
 def complete_job(flow_id: Optional[str] = typer.Argument(None, help="The polling flow (default: the one running).")) -> None:
     """Finish the simulated job of a polling flow early."""
     from dexcli.cli.driver import make_clock
@@ -422,7 +418,6 @@ def complete_job(flow_id: Optional[str] = typer.Argument(None, help="The polling
 
 
 @app.command()
-@handle_errors
 def stop(
     flow_id: str = typer.Argument(...),
     type_: str = typer.Option("cancel", "--type", help="cancel, terminate or fail."),
@@ -447,7 +442,6 @@ def stop(
 
 
 @app.command()
-@handle_errors
 def doctor(flow_id: Optional[str] = typer.Argument(None, help="Check one flow (default: all).")) -> None:
     """Check the database's invariants and report each breach (exit 1 if any)."""
     from dexcli.engine.doctor import check
@@ -463,7 +457,6 @@ def doctor(flow_id: Optional[str] = typer.Argument(None, help="Check one flow (d
 
 
 @app.command()
-@handle_errors
 def init(force: bool = typer.Option(False, "--force", help="Overwrite an existing dex.toml.")) -> None:
     """Write a commented dex.toml in this folder (its database: ./.dex/dex.db)."""
     import tomli_w
@@ -483,7 +476,6 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
 
 
 @time_app.callback()
-@handle_errors
 def time_show(ctx: typer.Context) -> None:
     """Show the database clock: its offset from real time."""
     if ctx.invoked_subcommand is not None:
@@ -499,7 +491,6 @@ def time_show(ctx: typer.Context) -> None:
 
 
 @time_app.command("skip")
-@handle_errors
 def time_skip(duration: str = typer.Argument(..., help="How far to move the clock: 30s, 2m, 1h.")) -> None:
     """Move the database clock forward for every process using this database."""
     from dexcli.cli.config import format_duration, parse_duration

@@ -218,3 +218,16 @@ def test_complete_job_with_several_running_polling_flows(cli, db):
     start_flow(db, "polling", "p1")
     start_flow(db, "polling", "p2")
     assert_error(cli("complete-job"), 2, "2 polling flows are running", "p1", "p2", "name one")
+
+
+# ------------------------------------------------------------------------- graph / lint, --db
+def test_graph_and_lint_errors_are_one_line(cli, tmp_path):
+    assert_error(cli("graph", "no-such-flow"), 3, "'no-such-flow'", "known flows")
+    assert_error(cli("lint", "--file", f"{tmp_path}/nope.py:Flow"), 2, "no such file")
+
+
+def test_db_option_is_accepted_after_the_command(cli, tmp_path):
+    other = tmp_path / "elsewhere.db"
+    cli.ok("run", "three-steps", "--flow-id", "here", "--input", "1", "--db", str(other))
+    assert cli.ok("inspect", "here", f"--db={other}").stdout
+    assert_error(cli("inspect", "here"), 3)  # the default database does not have it
