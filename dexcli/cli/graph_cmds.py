@@ -8,15 +8,14 @@ from __future__ import annotations
 import enum
 import json
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from dexcli.graph.lint import LintReport, format_finding, lint_flow
-from dexcli.graph.model import build_graph
-from dexcli.graph.render import render
+if TYPE_CHECKING:  # the graph package loads when a graph or lint command runs, not at start-up
+    from dexcli.graph.lint import LintReport
 
 FLOW_HELP = "A known flow name (see `dex flows`), e.g. polling."
 FILE_HELP = "Load the flow from path/to/module.py:FlowClass instead of by name."
@@ -71,12 +70,17 @@ def _load(flow: Optional[str], file: Optional[str]) -> Any:
 
 def graph_command(flow: Optional[str], file: Optional[str], fmt: str) -> str:
     """The text `dex graph` prints (plain, uncoloured). Raises DexError subclasses."""
+    from dexcli.graph.model import build_graph
+    from dexcli.graph.render import render
+
     graph = build_graph(_load(flow, file))
     return render(graph, fmt)
 
 
 def lint_reports(flow: Optional[str], file: Optional[str]) -> list[LintReport]:
     """Lint one flow, or every known flow when neither a name nor --file is given."""
+    from dexcli.graph.lint import lint_flow
+
     if flow or file:
         return [lint_flow(_load(flow, file))]
     from dexcli.loader import KNOWN_FLOWS, load_named_flow
@@ -104,6 +108,8 @@ def lint_json(reports: list[LintReport], strict: bool) -> str:
 
 
 def lint_text(reports: list[LintReport]) -> str:
+    from dexcli.graph.lint import format_finding
+
     out: list[str] = []
     for r in reports:
         for f in r.findings:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from dexcli.engine.deadlines import earliest_deadline
 from dexcli.sdk.codec import decode, encode
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
@@ -27,52 +26,6 @@ if TYPE_CHECKING:
     from dexcli.engine.core import Engine
 
 STREAM_MESSAGE_OVERHEAD = 64
-TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
-
-
-def owner_alive(owner: str | None) -> bool | None:
-    """Whether the process holding a lease still runs (None when it cannot be told: other host)."""
-    if not owner:
-        return None
-    host, _, rest = owner.partition(":")
-    pid_s = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_s.isdigit():
-        return None
-    try:
-        os.kill(int(pid_s), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def timeout_detail(kind: str, opts: dict[str, Any]) -> str:
-    if kind == "StartToClose":
-        return f"ExecuteMethodTimeout of {opts['methodTimeout']:g} s expired"
-    if kind == "Heartbeat":
-        return f"no heartbeat or Stream message within HeartbeatTimeout of {opts['heartbeatTimeout']:g} s"
-    return f"TotalDuration of {opts['totalDuration']:g} s expired"
-
-
-TIE_SECONDS = 1.0  # Dex limits have whole-second precision
-
-
-def earliest_deadline(attempt_deadline: float, heartbeat_deadline: float,
-                      total_deadline: float) -> tuple[float, str]:
-    """The first limit to expire, and its kind.
-
-    Deadlines less than a second apart count as a tie, won by StartToClose, then Heartbeat:
-    when ExecuteMethodTimeout equals TotalDuration (the seed's MAX_JOB_WAIT), the total
-    deadline, set when the step was scheduled, falls a few milliseconds before the attempt's,
-    and Dex reports the attempt timeout.
-    """
-    cands = [(attempt_deadline, 0), (heartbeat_deadline, 1), (total_deadline, 2)]
-    t = min(c[0] for c in cands)
-    kind = min(i for d, i in cands if d - t < TIE_SECONDS)
-    return t, TIMEOUT_ORDER[kind]
-
-
 @dataclass
 class Outputs:
     """Heartbeats and Stream messages waiting for the next group commit."""

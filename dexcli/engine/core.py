@@ -23,10 +23,10 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable
 
-from dexcli.engine.attempt import AttemptRun, Outputs, earliest_deadline, invoke, owner_alive, timeout_detail
+from dexcli.engine.attempt import AttemptRun, Outputs, invoke
+from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive, timeout_detail
 from dexcli.engine.clock import Clock
 from dexcli.engine.faults import Faults
 from dexcli.engine.runtime import Runtime, reset_runtime, set_runtime
@@ -68,12 +68,6 @@ class Event:
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.type, "flowId": self.flow_id, "time": iso(self.time), **self.data}
-
-
-def iso(t: float | None) -> str | None:
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def error_identity(exc: BaseException) -> tuple[str, str]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dexcli.engine.attempt import earliest_deadline, owner_alive
-from dexcli.engine.core import iso
+from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive
 from dexcli.sdk.errors import NotFoundError
 from dexcli.store import Store
 
