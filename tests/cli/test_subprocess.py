@@ -109,3 +109,27 @@ def test_watch_of_an_ended_flow_exits_at_once_with_its_status(tmp_path):
     assert dex(db, "run", "polling", "--flow-id", "bad", "--job-fails", "--time-skip").returncode == 1
     res = dex(db, "watch", "bad")
     assert res.returncode == 1 and "FAILED" in res.stdout
+
+
+def test_ctrl_c_leaves_the_flow_running_and_says_how_to_resume(tmp_path):
+    import signal
+
+    db = tmp_path / "dex.db"
+    proc = spawn(db, "run", "polling", "--flow-id", "sig", "--job-duration", "60s")
+    wait_for_stream(db, "sig", proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    assert "dex resume sig" in err and "still RUNNING" in err
+    snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
+    assert snap["summary"]["flowStatus"] == "RUNNING"
+    assert [m["value"]["state"] for m in snap["streams"]["JobProgress"]][:1] == ["QUEUED"]
+    # what was committed before the interrupt is intact: resume finishes the flow (after the
+    # interrupted attempt's heartbeat timeout, skipped here) with the job's result
+    done = dex(db, "resume", "sig", "--time-skip", timeout=60)
+    assert done.returncode == 0, done.stderr
+    snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
+    assert snap["summary"]["completions"][0]["output"] == "artifact for sig"
+    await_job = next(s for s in snap["steps"] if s["stepType"] == "AwaitJob")
+    assert [a["outcome"] for a in await_job["attempts"]] == ["LOST", "COMPLETED"]
