@@ -73,6 +73,11 @@ class Clock:
             for wake in list(self._wakers):
                 wake()
 
+    @staticmethod
+    def real_monotonic() -> float:
+        """Real elapsed time, for rate-limiting I/O polls only — never for a deadline."""
+        return time.monotonic()
+
     def add_waker(self, wake: Callable[[], None]) -> None:
         self._wakers.append(wake)
 
@@ -184,3 +189,13 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
         t.cancel()
     if tasks:
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
+async def real_pause(seconds: float) -> None:
+    """Wait in real time even on an auto-advancing clock: a busy handler thread stops the jump."""
+    loop = asyncio.get_running_loop()
+    runner = getattr(loop, "run_in_thread", None)
+    if runner is None:
+        await asyncio.sleep(seconds)
+    else:
+        await runner(time.sleep, seconds)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from dexcli.engine.attempt import AttemptRun, Outputs, invoke
 from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive, timeout_detail
-from dexcli.engine.clock import Clock
+from dexcli.engine.clock import Clock, real_pause
 from dexcli.engine.faults import Faults
 from dexcli.engine.runtime import Runtime, reset_runtime, set_runtime
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
@@ -108,18 +108,6 @@ def resolve_options(opts: StepOptions, definition: FlowDefinition, where: str) -
     }
 
 
-async def _real_pause(seconds: float) -> None:
-    """Wait in real time even on an auto-advancing clock (a busy thread stops the jump)."""
-    import time
-
-    loop = asyncio.get_running_loop()
-    runner = getattr(loop, "run_in_thread", None)
-    if runner is None:
-        await asyncio.sleep(seconds)
-    else:
-        await runner(time.sleep, seconds)
-
-
 def retry_delay(opts: dict[str, Any], attempt: int) -> float:
     raw = opts["initialInterval"] * opts["backoffCoefficient"] ** (attempt - 1)
     return min(raw, opts["maximumInterval"])
@@ -142,6 +130,8 @@ class Engine:
         self._driving_all = False
         self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
         self._flush_scheduled = False
+        self._commits: list[tuple[AttemptRun, Callable[[Tx], Any], Callable[[Any], None], Any]] = []
+        self._commit_scheduled = False
         self._wake: asyncio.Event | None = None
         self._unloadable: dict[str, str] = {}
         self.stats = {"attempts": 0, "transitions": 0, "heartbeat_flushes": 0}
@@ -243,10 +233,12 @@ class Engine:
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
         poll = self.clock.follow_real and not self.clock.auto_advance
+        next_offset_read = 0.0
         try:
             while True:
                 now = self.clock.now()
-                if poll:
+                if poll and self.clock.real_monotonic() >= next_offset_read:  # another process's `dex time skip`
+                    next_offset_read = self.clock.real_monotonic() + REAL_POLL_SECONDS
                     self.clock.set_offset(self.store.clock_offset())
                     now = self.clock.now()
                 ids = self._driven(flow_ids)
@@ -270,7 +262,7 @@ class Engine:
                     # started by another process. Look again after a real pause; a busy thread
                     # keeps the clock from jumping meanwhile.
                     if timeout is None or timeout > 0:
-                        await _real_pause(min(REAL_POLL_SECONDS, timeout or REAL_POLL_SECONDS))
+                        await real_pause(min(REAL_POLL_SECONDS, timeout or REAL_POLL_SECONDS))
                     continue
                 if stop is not None and stop_poll is not None:
                     timeout = stop_poll if timeout is None else min(timeout, stop_poll)
@@ -405,7 +397,7 @@ class Engine:
             at, kind = timed_out
             run.fence(f"{kind} timeout")
             handler.cancel()
-            self._fail(run, kind, timeout_detail(kind, run.opts), at, outcome="TIMED_OUT")
+            await self._fail(run, kind, timeout_detail(kind, run.opts), at, outcome="TIMED_OUT")
             return
         if run.fenced and not handler.done():
             handler.cancel()
@@ -415,23 +407,23 @@ class Engine:
         except (AttemptFencedError, asyncio.CancelledError):
             return
         except NotSupportedYetError as exc:
-            self._fail(run, *error_identity(exc), self.clock.now(), fatal=True)
+            await self._fail(run, *error_identity(exc), self.clock.now(), fatal=True)
             return
         except RetryAfter as exc:
             cause = exc.cause if exc.cause is not None else exc
-            self._fail(run, *error_identity(cause), self.clock.now(), delay_override=exc.seconds)
+            await self._fail(run, *error_identity(cause), self.clock.now(), delay_override=exc.seconds)
             return
         except Exception as exc:  # any handler error is transient: the retry policy decides
-            self._fail(run, *error_identity(exc), self.clock.now())
+            await self._fail(run, *error_identity(exc), self.clock.now())
             return
         if run.fenced:
             return
         try:
             plan = self._plan(run, result)
         except (InvalidStepResultError, ValueMappingError) as exc:
-            self._fail(run, *error_identity(exc), self.clock.now())
+            await self._fail(run, *error_identity(exc), self.clock.now())
             return
-        self._complete(run, result, plan)
+        await self._complete(run, result, plan)
 
     # ------------------------------------------------------------------ outputs ----------
     def outputs_for(self, run: AttemptRun) -> Outputs:
@@ -544,22 +536,55 @@ class Engine:
             encode(decision.output)
         return movements
 
-    def _commit_attempt(self, run: AttemptRun, body: Callable[[Tx], Any]) -> tuple[bool, Any]:
-        """One transaction that ends an attempt: its pending heartbeats and Stream messages,
-        then `body`. A stale owner (fenced in a WHERE clause) gets (False, None), nothing applied."""
+    async def _commit_attempt(self, run: AttemptRun, body: Callable[[Tx], Any],
+                              after: Callable[[Any], None]) -> None:
+        """End an attempt: its pending heartbeats and Stream messages, then `body`, committed
+        before `after(result)` runs. Outcomes that arrive in the same loop pass share one
+        transaction (group commit), each in its own savepoint, so a fenced attempt — a stale
+        owner, a closed flow — rolls back alone and nothing of it is applied."""
+        fut = asyncio.get_running_loop().create_future()
+        self._commits.append((run, body, after, fut))
+        if not self._commit_scheduled:
+            self._commit_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_commits)
         try:
-            with self.store.tx() as tx:
-                outputs = self._take_outputs(tx, run)
-                result = body(tx)
-        except _Fenced:
-            run.fence("step no longer owned (flow closed or attempt taken over)")
-            return False, None
-        self.stats["transitions"] += 1
-        if outputs is not None:
-            self._after_outputs(run, *outputs)
-        return True, result
+            await fut
+        except asyncio.CancelledError:
+            if not fut.done():  # cancelled before its commit: fenced, the commit is skipped
+                run.fence(run.fenced or "cancelled")
+            raise
 
-    def _complete(self, run: AttemptRun, decision: StepDecision,
+    def _flush_commits(self) -> None:
+        self._commit_scheduled = False
+        batch = [item for item in self._commits if not item[3].cancelled()]
+        self._commits = []
+        if not batch:
+            return
+        done: list[tuple[Any, ...]] = []
+        with self.store.tx() as tx:
+            for run, body, after, fut in batch:
+                try:
+                    with tx.savepoint():
+                        outputs = self._take_outputs(tx, run)
+                        result = body(tx)
+                except _Fenced:
+                    run.fence("step no longer owned (flow closed or attempt taken over)")
+                    done.append((fut, None, None, None, None))
+                except Exception as exc:  # a bug or a database error: that attempt's task fails
+                    done.append((fut, exc, None, None, None))
+                else:
+                    done.append((fut, None, run, (result, outputs), after))
+        for fut, exc, run, value, after in done:
+            if run is not None:
+                result, outputs = value
+                self.stats["transitions"] += 1
+                if outputs is not None:
+                    self._after_outputs(run, *outputs)
+                after(result)
+            if not fut.done():
+                fut.set_exception(exc) if exc is not None else fut.set_result(None)
+
+    async def _complete(self, run: AttemptRun, decision: StepDecision,
                   plan: list[tuple[StepSpec, str, dict[str, Any]]]) -> None:
         self.faults.hit("before-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
         now = self.clock.now()
@@ -610,15 +635,15 @@ class Engine:
                 self._close(tx, run.flow_id, now, *closed, completions=completions)
             return closed
 
-        ok, closed = self._commit_attempt(run, body)
-        if not ok:
-            return
-        self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                  attempt=run.attempt, duration=now - run.started, decision=summary)
-        if closed is not None:
-            self._after_close(run.flow_id, closed)
-        self.faults.hit("after-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
-        self._poke()
+        def after(closed: tuple[str, str | None, str | None] | None) -> None:
+            self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                      attempt=run.attempt, duration=now - run.started, decision=summary)
+            if closed is not None:
+                self._after_close(run.flow_id, closed)
+            self.faults.hit("after-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
+            self._poke()
+
+        await self._commit_attempt(run, body, after)
 
     def _close(self, tx: Tx, flow_id: str, now: float, status: str, error_type: str | None,
                message: str | None, completions: list[Any] | None = None) -> None:
@@ -640,14 +665,14 @@ class Engine:
         self.emit("flowClosed", flow_id, status=closed[0], errorType=closed[1], errorMessage=closed[2])
 
     # ------------------------------------------------------------------ failure ----------
-    def _fail(self, run: AttemptRun, error_type: str, detail: str, at: float, *, outcome: str = "FAILED",
-              delay_override: float | None = None, fatal: bool = False) -> None:
-        ok, result = self._commit_attempt(run, lambda tx: self._apply_failure(
-            tx, run.row, self.owner, run.attempt, error_type, detail, at, outcome, delay_override, fatal))
-        if not ok:
-            return
-        self._after_failure(run.flow_id, run.seid, run.row["step_type"], run.attempt, error_type, detail,
-                            outcome, result)
+    async def _fail(self, run: AttemptRun, error_type: str, detail: str, at: float, *, outcome: str = "FAILED",
+                    delay_override: float | None = None, fatal: bool = False) -> None:
+        await self._commit_attempt(
+            run,
+            lambda tx: self._apply_failure(tx, run.row, self.owner, run.attempt, error_type, detail, at,
+                                           outcome, delay_override, fatal),
+            lambda result: self._after_failure(run.flow_id, run.seid, run.row["step_type"], run.attempt,
+                                               error_type, detail, outcome, result))
 
     def _apply_failure(self, tx: Tx, row: dict[str, Any], owner: str | None, attempt: int, error_type: str,
                        detail: str, at: float, outcome: str, delay_override: float | None,

@@ -59,6 +59,18 @@ class Tx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.c = conn
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested unit inside the transaction: on an exception only its statements roll back."""
+        self.c.execute("SAVEPOINT unit")
+        try:
+            yield
+        except BaseException:
+            self.c.execute("ROLLBACK TO unit")
+            self.c.execute("RELEASE unit")
+            raise
+        self.c.execute("RELEASE unit")
+
     # --- flows ----------------------------------------------------------------------------
     def insert_flow(self, **row: Any) -> None:
         cols = ", ".join(row)
