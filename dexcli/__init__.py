@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # names load on first use, so `dex --help` does not import th
     from dexcli.sdk.errors import (
         DexServiceError,
         FlowAlreadyStartedError,
+        FlowCodeError,
         FlowDefinitionError,
         FlowNotActiveError,
         FlowNotActiveOrNotFoundError,
@@ -84,6 +85,7 @@ _LAZY = {
     "DexServiceError": "dexcli.sdk.errors",
     "Flow": "dexcli.sdk.flow",
     "FlowAlreadyStartedError": "dexcli.sdk.errors",
+    "FlowCodeError": "dexcli.sdk.errors",
     "FlowDefinitionError": "dexcli.sdk.errors",
     "FlowErrorType": "dexcli.sdk.results",
     "FlowInfo": "dexcli.sdk.results",
@@ -169,6 +171,7 @@ __all__ = [
     "DexServiceError",
     "Flow",
     "FlowAlreadyStartedError",
+    "FlowCodeError",
     "FlowDefinitionError",
     "FlowErrorType",
     "FlowInfo",

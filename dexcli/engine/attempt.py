@@ -18,7 +18,7 @@ from dexcli.engine.deadlines import earliest_deadline
 from dexcli.sdk.codec import decode, encode
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
-from dexcli.sdk.errors import AttemptFencedError, InvalidStepResultError, NotSupportedYetError
+from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError, NotSupportedYetError
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream
 
@@ -146,6 +146,11 @@ class _Context:
 
 class SyncContext(_Context):
     def _dex_stream_write(self, stream: Stream[Any], value: Any) -> StepOutput:
+        if self._run.spec.handler_kind == "sync":
+            # Dex would drop it silently: the frame must be yielded, which a plain function cannot.
+            raise FlowCodeError(
+                f"{self._run.spec.step_type}: {stream.name}.write(...) in a sync step returns a frame that must "
+                "be yielded; make execute a generator (`yield stream.write(context, value)`) or async")
         return StepOutput("stream", value, stream)
 
 

@@ -36,6 +36,7 @@ from dexcli.sdk.errors import (
     AttemptFencedError,
     DexError,
     FlowAlreadyStartedError,
+    FlowCodeError,
     FlowDefinitionError,
     InvalidStepResultError,
     NotSupportedYetError,
@@ -406,7 +407,7 @@ class Engine:
             result = handler.result()
         except (AttemptFencedError, asyncio.CancelledError):
             return
-        except NotSupportedYetError as exc:
+        except (NotSupportedYetError, FlowCodeError) as exc:  # retrying cannot help
             await self._fail(run, *error_identity(exc), self.clock.now(), fatal=True)
             return
         except RetryAfter as exc:

@@ -65,6 +65,13 @@ class NotSupportedYetError(DexError):
     exit_code = 2
 
 
+class FlowCodeError(DexError):
+    """The flow's code uses the SDK in a way that can never work (retrying will not help):
+    the engine fails the flow with INVALID_USER_FLOW_CODE instead of retrying."""
+
+    exit_code = 1
+
+
 class AttemptFencedError(Exception):
     """Raised inside a handler whose attempt was timed out, cancelled or taken over.
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from dexcli.sdk.context import AsyncContext, Context
 from dexcli.sdk.errors import FlowDefinitionError
-from dexcli.sdk.flow import Flow, Step
+from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
 from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
 from dexcli.sdk.stream import Stream
 
@@ -76,7 +76,7 @@ def _is(annotation: Any, cls: type, name: str) -> bool:
 
 def _inspect_step(flow_type: str, step: Step[Any], problems: list[str]) -> StepSpec | None:
     cls = type(step)
-    step_type = step.get_step_type()
+    step_type = _user_call(f"flow {flow_type}, step {cls.__name__}", "get_step_type()", step.get_step_type, str)
     where = f"flow {flow_type}, step {step_type}"
     execute = getattr(cls, "execute", None)
     if execute is None or execute is Step.execute:
@@ -154,6 +154,17 @@ def _tname(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
 
 
+def _user_call(where: str, what: str, fn: Any, expected: type | None = None) -> Any:
+    """Call a definition method of the user's code; its failure is a definition error."""
+    try:
+        value = fn()
+    except Exception as exc:
+        raise FlowDefinitionError(f"{where}: {what} raised {type(exc).__name__}: {exc}") from exc
+    if expected is not None and not isinstance(value, expected):
+        raise FlowDefinitionError(f"{where}: {what} must return {expected.__name__}, got {type(value).__name__}")
+    return value
+
+
 def build_definition(flow: Flow[Any]) -> FlowDefinition:
     """Validate one flow; raise FlowDefinitionError listing every problem found."""
     if isinstance(flow, type):
@@ -161,10 +172,10 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
     if not isinstance(flow, Flow):
         raise FlowDefinitionError(f"{type(flow).__name__} is not a dex Flow")
     problems: list[str] = []
-    flow_type = flow.get_flow_type()
+    flow_type = _user_call(f"flow {type(flow).__name__}", "get_flow_type()", flow.get_flow_type, str)
     if not flow_type or any(c in flow_type for c in "/$:"):
         problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
-    step_list = flow.get_steps()
+    step_list = _user_call(f"flow {flow_type}", "get_steps()", flow.get_steps, StepList)
     steps: dict[str, StepSpec] = {}
     classes: dict[type, str] = {}
     start_spec: StepSpec | None = None
@@ -190,7 +201,8 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
         steps[spec.step_type] = spec
         if i == 0 and step_list.start is not None:
             start_spec = spec
-    schema = flow.get_persistence_schema()
+    schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
+                        PersistenceSchema)
     names: set[str] = set()
     streams: dict[str, Stream[Any]] = {}
     for d in schema.all():

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_ALL = [
     "AsyncClient", "AsyncContext", "Attribute", "AttributeIndex", "AttributeLock", "AttributeMap",
     "Channel", "ChannelMap", "Client", "ConditionCombination", "Context", "DexServiceError", "Flow",
-    "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo", "FlowNotActiveError",
+    "FlowAlreadyStartedError", "FlowCodeError", "FlowDefinitionError", "FlowErrorType", "FlowInfo", "FlowNotActiveError",
     "FlowNotActiveOrNotFoundError", "FlowNotFoundError", "FlowResult", "FlowStatus", "IdReusePolicy",
     "IndexType", "InvalidStepResultError", "LongPollTimeoutError", "NotSupportedYetError",
     "PersistenceSchema", "RPCResult", "RecoveryError", "RecoveryErrorInfo", "Registry", "RetryPolicy",

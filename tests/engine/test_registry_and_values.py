@@ -231,3 +231,15 @@ def test_invalid_input_is_rejected_naming_the_field(env, bad, field):
         env.start(OrderFlow(), bad, "f")
     assert field in str(info.value) and "Take" in str(info.value)
     assert env.store.get_flow("f") is None
+
+
+def test_an_exception_in_the_flows_own_definition_code_is_a_definition_error():
+    from dexcli.sdk.registry import build_definition
+
+    class Raises(Flow[int]):
+        def get_steps(self) -> StepList[int]:
+            raise RuntimeError("oops in get_steps")
+
+    with pytest.raises(FlowDefinitionError) as err:
+        build_definition(Raises())
+    assert "flow Raises: get_steps() raised RuntimeError: oops in get_steps" in str(err.value)

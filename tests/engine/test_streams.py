@@ -149,3 +149,27 @@ def test_messages_are_readable_typed_and_per_flow(env):
     env.run(flow, ["y1", "y2"], "f2")
     assert [m.value for m in env.client.list_stream_messages("f1", WIDE).messages] == ["x1"]
     assert [m.value for m in env.client.list_stream_messages("f2", WIDE).messages] == ["y2", "y1"]
+
+
+def test_a_stream_write_in_a_plain_sync_step_fails_the_flow_instead_of_vanishing(env):
+    from dexcli import Context, Flow, FlowErrorType, FlowStatus, StepList, graceful_complete
+
+    lost = Stream("Lost", int, 1 << 20)
+
+    class Writes(Step[int]):
+        def execute(self, context: Context, n: int) -> StepDecision:
+            lost.write(context, n)  # a frame nobody yields
+            return graceful_complete(n)
+
+    class SyncWriteFlow(Flow[int]):
+        def get_steps(self) -> StepList[int]:
+            return StepList.start_step(Writes())
+
+        def get_persistence_schema(self) -> PersistenceSchema:
+            return PersistenceSchema.of(lost)
+
+    result = env.run(SyncWriteFlow(), 1, flow_id="sw")
+    assert result.status is FlowStatus.FAILED
+    assert result.error_type is FlowErrorType.INVALID_USER_FLOW_CODE
+    assert "must be yielded" in (result.error_message or "")
+    assert len(attempts(env, "sw", "Writes-1")) == 1  # not retried: retrying cannot help
