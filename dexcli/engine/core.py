@@ -322,11 +322,10 @@ class Engine:
             rows = tx.runnable_steps(now, flow_ids, CLAIM_BATCH)
             claimed = []
             for row in rows:
-                flow = tx.get_flow(row["flow_id"])
-                if flow is None or flow["status"] != "RUNNING":
+                if row["flow_status"] != "RUNNING":
                     continue
                 try:
-                    definition = self.definition_for(flow["flow_type"], flow["flow_ref"])
+                    definition = self.definition_for(row["flow_type"], row["flow_ref"])
                 except DexError as exc:
                     self._unloadable[row["flow_id"]] = str(exc)
                     continue
@@ -348,8 +347,7 @@ class Engine:
                     continue
                 tx.insert_attempt(flow_id=row["flow_id"], step_execution_id=row["step_execution_id"],
                                   attempt=attempt, owner=self.owner, start_time=now, outcome="RUNNING")
-                row = dict(row, attempt=attempt, run_id=flow["run_id"], status="RUNNING",
-                           first_attempt_at=row["first_attempt_at"] or now)
+                row = dict(row, attempt=attempt, status="RUNNING", first_attempt_at=row["first_attempt_at"] or now)
                 claimed.append((definition, spec, row))
         for definition, spec, row in claimed:
             run = AttemptRun(self, definition, spec, row, now)

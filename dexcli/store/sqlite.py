@@ -98,11 +98,11 @@ class Tx:
     # --- steps ----------------------------------------------------------------------------
     def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
         """(n for `<StepType>-<n>`, seq in the flow)."""
-        n = self.c.execute(
-            "SELECT COUNT(*) FROM steps WHERE flow_id = ? AND step_type = ?", (flow_id, step_type)
+        row = self.c.execute(
+            "SELECT COUNT(*) AS seq, COALESCE(SUM(step_type = ?), 0) AS n FROM steps WHERE flow_id = ?",
+            (step_type, flow_id),
         ).fetchone()
-        seq = self.c.execute("SELECT COUNT(*) FROM steps WHERE flow_id = ?", (flow_id,)).fetchone()
-        return _first(n) + 1, _first(seq) + 1
+        return int(row["n"]) + 1, int(row["seq"]) + 1
 
     def insert_step(self, **row: Any) -> None:
         cols = ", ".join(row)
@@ -152,7 +152,9 @@ class Tx:
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:
         if flow_ids == []:
             return []
-        sql = ("SELECT s.* FROM steps s WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
+        sql = ("SELECT s.*, f.status AS flow_status, f.run_id, f.flow_type, f.flow_ref "
+               "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+               "WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
             sql += f" AND s.flow_id IN ({','.join('?' for _ in flow_ids)})"
