@@ -11,6 +11,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -98,6 +99,14 @@ class View:
             print(json.dumps(snap), flush=True)
         return snap
 
+    def abandon(self) -> None:
+        """Leave the screen as it is (the process is about to die): stop redrawing only."""
+        if self._live is not None:
+            try:
+                self._live.stop()
+            except Exception:  # the process exits next; a drawing error must not hide why
+                pass
+
     def close(self) -> None:
         self._store.close()
 
@@ -120,11 +129,7 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
     view = View(console, db, flow_id, clock, mode)
 
     def crashed(message: str) -> None:
-        if view._live is not None:
-            try:
-                view._live.stop()
-            except Exception:
-                pass
+        view.abandon()
         err.print(f"✗ {message} — the process exits now, nothing else is written.\n"
                   f"  Resume with: dex resume {flow_id}" + (" --time-skip" if time_skip else ""), highlight=False)
 
@@ -170,7 +175,7 @@ def watch_flow(console: Console, db: Path, flow_id: str, *, mode: str, poll: flo
             row = store.get_flow(flow_id)
             if row is None or row["status"] != "RUNNING":
                 break
-            threading.Event().wait(poll)
+            time.sleep(poll)
     except KeyboardInterrupt:
         view.stop(final=False)
         return EXIT_INTERRUPTED
