@@ -46,13 +46,15 @@ class AttemptRun:
         self.flow_id: str = row["flow_id"]
         self.seid: str = row["step_execution_id"]
         self.attempt: int = row["attempt"]
-        self.opts: dict[str, Any] = json.loads(row["options"])
+        self.opts: dict[str, Any] = row.get("opts") or json.loads(row["options"])
         self.started = now
         self.last_heartbeat = now
         self.attempt_deadline = now + self.opts["methodTimeout"]
         self.total_deadline: float = row["total_deadline"]
         self.fenced: str | None = None
         self.task: asyncio.Task[Any] | None = None
+        self.timer: asyncio.TimerHandle | None = None  # the watchdog at the next deadline
+        self.timed_out: tuple[float, str] | None = None  # (deadline, kind) once it fired
         self.heartbeats = 0
         self.stream_writes = 0
 
@@ -68,6 +70,13 @@ class AttemptRun:
         if self.fenced is None:
             self.fenced = reason
 
+    def ended(self) -> str | None:
+        """Why this attempt may no longer act, or None. A cancellation the handler swallowed
+        (asyncio.wait_for in 3.11 can) still ends it: the task keeps the request pending."""
+        if self.fenced is None and self.task is not None and self.task.cancelling():
+            self.fence("cancelled")
+        return self.fenced
+
     def _refuse(self, what: str) -> AttemptFencedError:
         return AttemptFencedError(
             f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused"
@@ -75,7 +84,7 @@ class AttemptRun:
 
     # --- outputs from the handler ---------------------------------------------------------
     def heartbeat(self, value: Any = OMITTED) -> None:
-        if self.fenced:
+        if self.ended():
             raise self._refuse("heartbeat")
         now = self.engine.clock.now()
         self.last_heartbeat = now
@@ -85,7 +94,7 @@ class AttemptRun:
         out.checkpoint = (0, None) if value is OMITTED else (1, encode(value))
 
     def stream_write(self, stream: Stream[Any], value: Any) -> None:
-        if self.fenced:
+        if self.ended():
             raise self._refuse("Stream write")
         declared = self.definition.streams.get(stream.name)
         if declared is None:
@@ -132,7 +141,7 @@ class _Context:
         return decode(self._hb, value_type) if self._has_hb else None
 
     def is_cancellation_requested(self) -> bool:
-        return self._run.fenced is not None
+        return self._run.ended() is not None
 
     def wait_for_method_failed(self) -> bool:
         return False

@@ -52,6 +52,7 @@ START_SOURCE = "__start__"
 MAX_DETAIL = 1024
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
 CLAIM_BATCH = 500
+ALL = object()  # Engine._driving: every flow in the database (a worker)
 
 
 class _Fenced(Exception):
@@ -129,12 +130,16 @@ class Engine:
         self._runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self._driving_all = False
+        self._driving: frozenset[str] | object | None = None  # flows inside run(): ALL, a set, or None
         self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
         self._flush_scheduled = False
         self._commits: list[tuple[AttemptRun, Callable[[Tx], Any], Callable[[Any], None], Any]] = []
         self._commit_scheduled = False
         self._wake: asyncio.Event | None = None
+        self._next_offset_read = 0.0  # real monotonic time of the next look at the database clock
         self._unloadable: dict[str, str] = {}
+        self._resolved: dict[tuple[int, StepOptions], dict[str, Any]] = {}
+        self._resolved_json: dict[int, str] = {}  # id(resolved dict) -> its JSON
         self.stats = {"attempts": 0, "transitions": 0, "heartbeat_flushes": 0}
 
     # ------------------------------------------------------------------ definitions ------
@@ -149,6 +154,20 @@ class Engine:
                 raise FlowDefinitionError(f"{flow_ref} now defines {d.flow_type}, not {flow_type}")
             return d
         raise UsageError(f"flow type {flow_type} is not registered in this process")
+
+    def _options(self, opts: StepOptions, definition: FlowDefinition, spec: StepSpec) -> dict[str, Any]:
+        """resolve_options, cached per flow definition and StepOptions value (treat the result as
+        read-only: it is shared)."""
+        key = (id(definition), opts)
+        try:
+            hit = self._resolved.get(key)
+        except TypeError:  # an unhashable option value: resolve every time
+            return resolve_options(opts, definition, f"flow {definition.flow_type}, step {spec.step_type}")
+        if hit is None:
+            hit = resolve_options(opts, definition, f"flow {definition.flow_type}, step {spec.step_type}")
+            self._resolved[key] = hit
+            self._resolved_json[id(hit)] = json.dumps(hit)
+        return hit
 
     # ------------------------------------------------------------------ events -----------
     def emit(self, type_: str, flow_id: str, **data: Any) -> None:
@@ -178,7 +197,7 @@ class Engine:
             input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
         except ValueMappingError as exc:
             raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
-        opts = resolve_options(start.options(), definition, f"flow {definition.flow_type}, step {start.step_type}")
+        opts = self._options(start.options(), definition, start)
         now = self.clock.now()
         run_id = str(uuid.uuid4())
         with self.store.tx() as tx:
@@ -193,7 +212,7 @@ class Engine:
             tx.insert_flow(flow_id=flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=flow_ref,
                            status="RUNNING", input=input_json, request_id=request_id or str(uuid.uuid4()),
                            start_time=now)
-            seid = self._insert_step(tx, flow_id, run_id, start, input_json, opts, START_SOURCE, now)
+            seid = self._insert_step(tx, flow_id, run_id, start, input_json, opts, START_SOURCE, now)["step_execution_id"]
             tx.add_event(flow_id, now, "FlowStarted", {
                 "flowType": definition.flow_type, "runId": run_id, "startStepType": start.step_type,
                 "startStepExecutionId": seid, "input": json.loads(input_json),
@@ -204,17 +223,44 @@ class Engine:
 
     def _insert_step(self, tx: Tx, flow_id: str, run_id: str, spec: StepSpec, input_json: str,
                      opts: dict[str, Any], from_seid: str, now: float,
-                     recovery_error: dict[str, str] | None = None) -> str:
-        n, seq = tx.next_step_number(flow_id, spec.step_type)
-        seid = f"{spec.step_type}-{n}"
-        tx.insert_step(
-            flow_id=flow_id, step_execution_id=seid, step_type=spec.step_type, seq=seq,
-            from_step_execution_id=from_seid, input=input_json, options=json.dumps(opts),
+                     recovery_error: dict[str, str] | None = None, lease: bool = False) -> dict[str, Any]:
+        """Queue a step execution; with `lease`, start its first attempt here in the same
+        transaction (the step this process runs next needs no claim of its own). Returns the row."""
+        n, seq = (1, 1) if from_seid == START_SOURCE else tx.next_step_number(flow_id, spec.step_type)
+        row: dict[str, Any] = dict(
+            flow_id=flow_id, step_execution_id=f"{spec.step_type}-{n}", step_type=spec.step_type, seq=seq,
+            from_step_execution_id=from_seid, input=input_json,
+            options=self._resolved_json.get(id(opts)) or json.dumps(opts),
             status="QUEUED", attempt=0, scheduled_at=now, next_attempt_at=now,
             total_deadline=now + opts["totalDuration"],
             recovery_error=json.dumps(recovery_error) if recovery_error else None,
         )
-        return seid
+        if lease:
+            row.update(self._lease_fields(opts, now, attempt=1, first_attempt_at=now))
+        tx.insert_step(**row)
+        if lease:
+            tx.insert_attempt(flow_id=flow_id, step_execution_id=row["step_execution_id"], attempt=1,
+                              owner=self.owner, start_time=now, outcome="RUNNING")
+            row.update(run_id=run_id, has_heartbeat_value=0, heartbeat_value=None, opts=opts)
+        return row
+
+    def _lease_fields(self, opts: dict[str, Any], now: float, attempt: int, first_attempt_at: float) -> dict[str, Any]:
+        """The step columns of a running attempt leased to this process."""
+        return dict(status="RUNNING", attempt=attempt, lease_owner=self.owner, attempt_started_at=now,
+                    first_attempt_at=first_attempt_at, last_heartbeat_time=None,
+                    heartbeat_deadline=now + opts["heartbeatTimeout"],
+                    attempt_deadline=now + opts["methodTimeout"], next_attempt_at=None)
+
+    def _drives(self, flow_id: str) -> bool:
+        """Whether this engine is inside `run()` for this flow (and may lease its next steps)."""
+        return self._driving is not None and (self._driving is ALL or flow_id in self._driving)
+
+    def _start_attempt(self, definition: FlowDefinition, spec: StepSpec, row: dict[str, Any], now: float) -> None:
+        run = AttemptRun(self, definition, spec, row, now)
+        self._runs[run.key] = run
+        self._by_flow.setdefault(run.flow_id, set()).add(run.key)
+        self.stats["attempts"] += 1
+        run.task = asyncio.ensure_future(self._run_attempt(run))
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
@@ -231,28 +277,33 @@ class Engine:
         if not self._runs:
             self.owner = f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
         self._driving_all = flow_ids is None
+        self._driving = ALL if flow_ids is None else frozenset(flow_ids)
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
         poll = self.clock.follow_real and not self.clock.auto_advance
-        next_offset_read = 0.0
         try:
             while True:
                 now = self.clock.now()
-                if poll and self.clock.real_monotonic() >= next_offset_read:  # another process's `dex time skip`
-                    next_offset_read = self.clock.real_monotonic() + REAL_POLL_SECONDS
+                if poll and self.clock.real_monotonic() >= self._next_offset_read:  # another process's `dex time skip`
+                    self._next_offset_read = self.clock.real_monotonic() + REAL_POLL_SECONDS
                     self.clock.set_offset(self.store.clock_offset())
                     now = self.clock.now()
                 ids = self._driven(flow_ids)
                 if flow_ids is not None and not ids and self._unloadable:
                     fid = next(iter(self._unloadable))
                     raise UsageError(f"cannot run flow {fid}: {self._unloadable[fid]}")
-                self._reap(now, ids)
-                self._claim(now, ids)
+                due, foreign = self.store.schedule(ids, self.owner)  # one read per pass
+                if any(t is not None and t <= now for _, t in foreign):
+                    self._reap(now, ids)
+                    due, foreign = self.store.schedule(ids, self.owner)
+                if due is not None and due <= now:
+                    self._claim(now, ids)
+                    due, foreign = self.store.schedule(ids, self.owner)
                 if stop is not None and stop():
                     break
-                if until_idle and not self._runs and self.store.count_open_steps(ids) == 0:
-                    break
-                wake_at, live_foreign = self._next_wake(ids)
+                if until_idle and not self._runs and due is None and not foreign:
+                    break  # nothing queued, retrying or running anywhere in these flows
+                wake_at, live_foreign = self._next_wake(due, foreign)
                 timeout = None if wake_at is None else max(0.0, wake_at - self.clock.now())
                 if poll:
                     timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
@@ -276,28 +327,36 @@ class Engine:
                 else:
                     await asyncio.sleep(0)
         finally:
+            self._driving = None
             reset_runtime(token)
             self._flush()
 
-    def _next_wake(self, ids: list[str] | None) -> tuple[float | None, bool]:
+    def _next_wake(self, due: float | None, foreign: list[tuple[str | None, float | None]]
+                   ) -> tuple[float | None, bool]:
         """When something is next due, and whether a live process holds a lease here.
 
-        A lease held by a live process is not a deadline to skip to: its owner heartbeats in
-        real time. A dead owner's deadline is (that is how a crashed attempt gets declared lost).
+        `due` is the earliest queued step or retry; `foreign` the (owner, first deadline) of
+        attempts other processes hold. A lease held by a live process is not a deadline to skip
+        to: its owner heartbeats in real time. A dead owner's deadline is (that is how a crashed
+        attempt gets declared lost).
         """
-        times = [t for t in (self.store.next_due(ids),) if t is not None]
+        times = [due] if due is not None else []
         live = False
         # Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
         # explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
         respect_live = self.clock.auto_advance and self.clock.follow_real and self._driving_all
-        for row in self.store.foreign_leases(ids, self.owner):
-            owner = row["lease_owner"] or ""
+        alive: dict[str, bool] = {}
+        for owner, t in foreign:
+            owner = owner or ""
             ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
-            if respect_live and not ours and owner_alive(owner):
-                live = True
-                continue
-            if row["t"] is not None:
-                times.append(row["t"])
+            if respect_live and not ours:
+                if owner not in alive:
+                    alive[owner] = owner_alive(owner)
+                if alive[owner]:
+                    live = True
+                    continue
+            if t is not None:
+                times.append(t)
         return (min(times) if times else None), live
 
     async def shutdown(self) -> None:
@@ -316,8 +375,7 @@ class Engine:
         return [f for f in flow_ids if f not in self._unloadable]
 
     def _claim(self, now: float, flow_ids: list[str] | None) -> None:
-        if not self.store.read(lambda tx: tx.runnable_steps(now, flow_ids, 1)):
-            return  # nothing due: no write transaction
+        """Lease the runnable steps (the caller saw one due) and start their attempts."""
         with self.store.tx() as tx:
             rows = tx.runnable_steps(now, flow_ids, CLAIM_BATCH)
             claimed = []
@@ -333,15 +391,11 @@ class Engine:
                 if spec is None:
                     self._unloadable[row["flow_id"]] = f"step {row['step_type']} is no longer in the flow"
                     continue
-                opts = json.loads(row["options"])
                 attempt = row["attempt"] + 1
                 ok = tx.update_step(
                     row["flow_id"], row["step_execution_id"],
                     where={"status": row["status"], "attempt": row["attempt"]},
-                    status="RUNNING", attempt=attempt, lease_owner=self.owner, attempt_started_at=now,
-                    first_attempt_at=row["first_attempt_at"] or now, last_heartbeat_time=None,
-                    heartbeat_deadline=now + opts["heartbeatTimeout"],
-                    attempt_deadline=now + opts["methodTimeout"], next_attempt_at=None,
+                    **self._lease_fields(json.loads(row["options"]), now, attempt, row["first_attempt_at"] or now),
                 )
                 if not ok:
                     continue
@@ -350,11 +404,7 @@ class Engine:
                 row = dict(row, attempt=attempt, status="RUNNING", first_attempt_at=row["first_attempt_at"] or now)
                 claimed.append((definition, spec, row))
         for definition, spec, row in claimed:
-            run = AttemptRun(self, definition, spec, row, now)
-            self._runs[run.key] = run
-            self._by_flow.setdefault(run.flow_id, set()).add(run.key)
-            self.stats["attempts"] += 1
-            run.task = asyncio.ensure_future(self._run_attempt(run))
+            self._start_attempt(definition, spec, row, now)
 
     # ------------------------------------------------------------------ one attempt ------
     async def _run_attempt(self, run: AttemptRun) -> None:
@@ -363,7 +413,9 @@ class Engine:
                       attempt=run.attempt, maxAttempts=run.opts["maximumAttempts"],
                       heartbeatTimeout=run.opts["heartbeatTimeout"])
             self.faults.hit("attempt-start", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
-            await self._supervise(run)
+            await self._attempt(run)
+        except asyncio.CancelledError:  # fenced from outside: lease lost, flow closed, shutdown
+            run.fence(run.fenced or "cancelled")
         finally:
             if self._runs.get(run.key) is run:
                 del self._runs[run.key]
@@ -374,48 +426,52 @@ class Engine:
                         del self._by_flow[run.flow_id]
             self._poke()
 
-    async def _supervise(self, run: AttemptRun) -> None:
-        value = from_jsonable(json.loads(run.row["input"]) if run.row["input"] else None, run.spec.input_type)
-        handler = asyncio.ensure_future(invoke(run, value))
-        timed_out: tuple[float, str] | None = None
-        try:
-            while not handler.done():
-                deadline, kind = run.next_deadline()
-                now = self.clock.now()
-                if now >= deadline:
-                    timed_out = (deadline, kind)
-                    break
-                if run.fenced:
-                    break
-                await asyncio.wait({handler}, timeout=deadline - now)
-        except asyncio.CancelledError:  # fenced from outside: lease lost, flow closed, shutdown
-            run.fence(run.fenced or "cancelled")
-            handler.cancel()
+    def _watch(self, run: AttemptRun) -> None:
+        """The attempt's watchdog: a timer at its earliest deadline (no task of its own). A
+        heartbeat moves the deadline in memory; the timer then re-arms at the new one."""
+        run.timer = None
+        if run.task is None or run.task.done() or run.fenced:
             return
-        if timed_out is not None:
-            at, kind = timed_out
+        deadline, kind = run.next_deadline()
+        loop = run.task.get_loop()
+        if loop.time() >= deadline:
+            run.timed_out = (deadline, kind)
             run.fence(f"{kind} timeout")
-            handler.cancel()
+            run.task.cancel()
+        else:
+            run.timer = loop.call_at(deadline, self._watch, run)
+
+    async def _attempt(self, run: AttemptRun) -> None:
+        value = from_jsonable(json.loads(run.row["input"]) if run.row["input"] else None, run.spec.input_type)
+        run.timer = asyncio.get_running_loop().call_at(run.next_deadline()[0], self._watch, run)
+        error: BaseException | None = None
+        result: Any = None
+        try:
+            result = await invoke(run, value)
+        except asyncio.CancelledError:
+            if run.timed_out is None:
+                raise
+        except Exception as exc:  # judged below, once the watchdog is off
+            error = exc
+        finally:
+            if run.timer is not None:
+                run.timer.cancel()
+                run.timer = None
+        if run.timed_out is not None:
+            at, kind = run.timed_out
             await self._fail(run, kind, timeout_detail(kind, run.opts), at, outcome="TIMED_OUT")
             return
-        if run.fenced and not handler.done():
-            handler.cancel()
+        if run.ended() or isinstance(error, AttemptFencedError):
             return
-        try:
-            result = handler.result()
-        except (AttemptFencedError, asyncio.CancelledError):
+        if isinstance(error, (NotSupportedYetError, FlowCodeError)):  # retrying cannot help
+            await self._fail(run, *error_identity(error), self.clock.now(), fatal=True)
             return
-        except (NotSupportedYetError, FlowCodeError) as exc:  # retrying cannot help
-            await self._fail(run, *error_identity(exc), self.clock.now(), fatal=True)
+        if isinstance(error, RetryAfter):
+            cause = error.cause if error.cause is not None else error
+            await self._fail(run, *error_identity(cause), self.clock.now(), delay_override=error.seconds)
             return
-        except RetryAfter as exc:
-            cause = exc.cause if exc.cause is not None else exc
-            await self._fail(run, *error_identity(cause), self.clock.now(), delay_override=exc.seconds)
-            return
-        except Exception as exc:  # any handler error is transient: the retry policy decides
-            await self._fail(run, *error_identity(exc), self.clock.now())
-            return
-        if run.fenced:
+        if error is not None:  # any other handler error is transient: the retry policy decides
+            await self._fail(run, *error_identity(error), self.clock.now())
             return
         try:
             plan = self._plan(run, result)
@@ -529,8 +585,7 @@ class Engine:
             except ValueMappingError as exc:
                 raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
             opts = m.options if m.options is not None else spec.options()
-            movements.append((spec, input_json, resolve_options(
-                opts, run.definition, f"flow {run.definition.flow_type}, step {spec.step_type}")))
+            movements.append((spec, input_json, self._options(opts, run.definition, spec)))
         if decision.has_output:
             encode(decision.output)
         return movements
@@ -560,10 +615,11 @@ class Engine:
         if not batch:
             return
         done: list[tuple[Any, ...]] = []
+        alone = len(batch) == 1
         with self.store.tx() as tx:
             for run, body, after, fut in batch:
                 try:
-                    with tx.savepoint():
+                    with tx.savepoint(enabled=not alone):
                         outputs = self._take_outputs(tx, run)
                         result = body(tx)
                 except _Fenced:
@@ -591,12 +647,14 @@ class Engine:
         output = to_jsonable(decision.output) if decision.has_output else None
         summary: dict[str, Any] = {"kind": kind.value}
 
-        def body(tx: Tx) -> tuple[str, str | None, str | None] | None:
+        def body(tx: Tx) -> tuple[tuple[str, str | None, str | None] | None, list[tuple[StepSpec, dict[str, Any]]]]:
             flow = tx.get_flow(run.flow_id)
             if flow is None or flow["status"] != "RUNNING":
                 raise _Fenced()
-            next_ids = [self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json, opts, run.seid, now)
-                        for spec, input_json, opts in plan]
+            lease = self._drives(run.flow_id)
+            rows = [self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json, opts, run.seid, now,
+                                      lease=lease) for spec, input_json, opts in plan]
+            next_ids = [r["step_execution_id"] for r in rows]
             if plan:
                 summary["next"] = [{"stepType": s.step_type, "stepExecutionId": i, "input": json.loads(j)}
                                    for (s, j, _), i in zip(plan, next_ids)]
@@ -611,10 +669,11 @@ class Engine:
                 raise _Fenced()
             tx.update_attempt(run.flow_id, run.seid, run.attempt, end_time=now, outcome="COMPLETED")
             completions = json.loads(flow["completions"])
+            flow_fields: dict[str, Any] = {}
             if decision.has_output and kind in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
                 completions.append({"stepType": run.spec.step_type, "stepExecutionId": run.seid,
                                     "output": output})
-                tx.update_flow(run.flow_id, completions=json.dumps(completions))
+                flow_fields["completions"] = json.dumps(completions)
             tx.add_event(run.flow_id, now, "StepExecuteCompleted", {
                 "stepExecutionId": run.seid, "fromStepExecutionId": run.row["from_step_execution_id"],
                 "stepType": run.spec.step_type, "attempt": run.attempt,
@@ -622,7 +681,9 @@ class Engine:
                 "decision": summary,
             })
             if kind is DecisionKind.GRACEFUL_COMPLETE:
-                tx.update_flow(run.flow_id, graceful=1)
+                flow_fields["graceful"] = 1
+            if flow_fields:
+                tx.update_flow(run.flow_id, **flow_fields)
             closed: tuple[str, str | None, str | None] | None = None
             if kind is DecisionKind.FORCE_COMPLETE:
                 closed = ("COMPLETED", None, None)
@@ -632,13 +693,18 @@ class Engine:
                 closed = ("COMPLETED", None, None)
             if closed is not None:
                 self._close(tx, run.flow_id, now, *closed, completions=completions)
-            return closed
+                return closed, []
+            return None, [(spec, row) for (spec, _, _), row in zip(plan, rows) if lease]
 
-        def after(closed: tuple[str, str | None, str | None] | None) -> None:
+        def after(result: tuple[tuple[str, str | None, str | None] | None, list[tuple[StepSpec, dict[str, Any]]]]
+                  ) -> None:
+            closed, leased = result
             self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, duration=now - run.started, decision=summary)
             if closed is not None:
                 self._after_close(run.flow_id, closed)
+            for spec, row in leased:  # leased in the commit above: their attempts start now
+                self._start_attempt(run.definition, spec, row, now)
             self.faults.hit("after-commit", run.spec.step_type, where=f"{run.seid} attempt {run.attempt}")
             self._poke()
 
@@ -711,7 +777,8 @@ class Engine:
             rec_opts = opts.get("failureStepOptions") or resolve_options(
                 spec.options(), definition, f"flow {definition.flow_type}, step {spec.step_type}")
             recovery_id = self._insert_step(tx, flow_id, flow["run_id"], spec, row["input"], rec_opts, seid, now,
-                                            recovery_error={"detail": detail, "error_type": error_type})
+                                            recovery_error={"detail": detail, "error_type": error_type}
+                                            )["step_execution_id"]
         tx.add_event(flow_id, now, "StepExecuteFailed", {
             "stepExecutionId": seid, "fromStepExecutionId": row["from_step_execution_id"],
             "stepType": row["step_type"], "attempt": attempt, "errorType": error_type, "detail": detail,

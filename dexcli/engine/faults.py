@@ -5,7 +5,8 @@ Crash points are where a real crash hurts:
   heartbeat[:N]        right after the N-th heartbeat of an attempt was committed (default 1)
   stream-write[:N]     right after the N-th Stream message of an attempt was committed
   before-commit        the handler returned its decision; the transaction has not run
-  after-commit         the decision and the next steps were committed
+  after-commit         the decision and the next steps were committed; this process had
+                       already leased the next step's first attempt in that commit
 Each may be narrowed to a step type: `heartbeat:2@AwaitJob`.
 """
 
@@ -23,7 +24,7 @@ CRASH_POINTS = {
     "heartbeat": "right after the N-th heartbeat of an attempt was committed (heartbeat:N, default 1)",
     "stream-write": "right after the N-th Stream message of an attempt was committed (stream-write:N)",
     "before-commit": "a handler returned its decision; the transaction has not run",
-    "after-commit": "a step's decision and its next steps were committed",
+    "after-commit": "a step's decision and its next steps were committed (their first attempts leased here)",
 }
 CRASH_EXIT_CODE = 137
 

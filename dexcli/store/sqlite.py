@@ -60,8 +60,20 @@ class Tx:
         self.c = conn
 
     @contextmanager
-    def savepoint(self) -> Iterator[None]:
-        """A nested unit inside the transaction: on an exception only its statements roll back."""
+    def savepoint(self, enabled: bool = True) -> Iterator[None]:
+        """A nested unit inside the transaction: on an exception only its statements roll back.
+
+        enabled=False is for a unit alone in its transaction: no SAVEPOINT statements; on an
+        exception the whole transaction rolls back and an empty one takes its place.
+        """
+        if not enabled:
+            try:
+                yield
+            except BaseException:
+                self.c.execute("ROLLBACK")
+                self.c.execute("BEGIN IMMEDIATE")
+                raise
+            return
         self.c.execute("SAVEPOINT unit")
         try:
             yield
@@ -441,6 +453,25 @@ class Store:
         )
         times = [r["t"] for r in (a, b) if r and r["t"] is not None]
         return min(times) if times else None
+
+    def schedule(self, flow_ids: list[str] | None, owner: str
+                 ) -> tuple[float | None, list[tuple[str | None, float | None]]]:
+        """In one statement: the earliest time a queued step or a retry becomes runnable, and
+        the running attempts other owners hold, each with its first deadline."""
+        if flow_ids == []:
+            return None, []
+        cond, args = "", []
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
+        rows = self._all(
+            f"SELECT 0 AS k, NULL AS lease_owner, MIN(next_attempt_at) AS t FROM steps "
+            f"WHERE status IN ('QUEUED','BACKOFF'){cond} "
+            "UNION ALL SELECT 1, lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) FROM steps "
+            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}",
+            (*args, owner, *args))
+        due = next((r["t"] for r in rows if r["k"] == 0), None)
+        return due, [(r["lease_owner"], r["t"]) for r in rows if r["k"] == 1]
 
     def foreign_leases(self, flow_ids: list[str] | None, owner: str) -> list[dict[str, Any]]:
         """Running attempts other processes hold: their owner and first deadline."""

@@ -153,3 +153,35 @@ def test_a_timed_out_sync_attempt_decision_is_never_applied(env):
     assert [a["outcome"] for a in tries] == ["TIMED_OUT", "COMPLETED"]
     completed = [e for e in env.inspect("f")["history"] if e["type"] == "StepExecuteCompleted"]
     assert len(completed) == 1 and completed[0]["attempt"] == 2
+
+
+class IgnoresCancel(Step[int]):
+    """Async; swallows its cancellation (as a careless handler, or asyncio.wait_for in 3.11,
+    can) and tries to carry on heartbeating."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        while True:
+            try:
+                await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                self.log.append("swallowed")
+            try:
+                await context.heartbeat(len(self.log))
+            except AttemptFencedError:
+                self.log.append("refused")
+                raise
+            self.log.append("beat")
+
+
+def test_an_attempt_that_swallows_its_cancellation_still_ends(env):
+    s = IgnoresCancel()
+    env.start(Single(s), 0, "f")
+    env.drive(until=lambda: s.log.count("beat") >= 3)
+    # Leaving drive() cancels the attempt's task; the handler swallows that, but its next
+    # heartbeat is refused, so the attempt ends instead of running on (and drive returns).
+    assert s.log[-2:] == ["swallowed", "refused"]
+    (a,) = attempts(env, "f", "IgnoresCancel-1")
+    assert a["outcome"] == "RUNNING" and a["heartbeats"] == s.log.count("beat")

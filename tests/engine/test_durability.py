@@ -241,3 +241,16 @@ def test_status_values_and_terminality():
     assert not FlowStatus.RUNNING.is_terminal
     assert {e.value for e in FlowErrorType} >= {"STEP_DECISION_FAILED", "CLIENT_API_FAILED", "WORKER_API_FAILED",
                                                 "INVALID_USER_FLOW_CODE"}
+
+
+def test_each_transition_is_one_commit_that_also_leases_the_next_step(env):
+    """A claim leases First-1; after that every completion commits the decision, the history
+    and the next step's first attempt together: no separate claim per step."""
+    env.start(ThreeStepFlow(), 1, "f")
+    before = env.store.commits
+    env.drive()
+    assert env.result("f").single_output(int) == 7
+    assert env.store.commits - before == 4  # claim First-1, complete First-1, Second-1, Third-1
+    for prev, nxt in (("First-1", "Second-1"), ("Second-1", "Third-1")):
+        (a,) = attempts(env, "f", nxt)
+        assert a["startTime"] == step(env, "f", prev)["endTime"] and a["outcome"] == "COMPLETED"
