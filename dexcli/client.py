@@ -152,7 +152,28 @@ class Client(_Base):
 
 
 class AsyncClient(_Base):
-    """Asynchronous client for code already running on the engine's event loop."""
+    """Asynchronous client for code already running on the engine's event loop: the Client's
+    methods as coroutines. Starts made together (e.g. under asyncio.gather) share one commit."""
+
+    async def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,  # type: ignore[override]
+                         options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
+        options = options or StartFlowOptions()
+        return await self.engine.start_flow_async(
+            flow, flow_id, input, flow_ref=flow_ref, request_id=options.request_id,
+            ignore_already_started=options.ignore_already_started)
+
+    async def describe_flow(self, flow_id: str) -> FlowInfo:  # type: ignore[override]
+        return super().describe_flow(flow_id)
+
+    async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:  # type: ignore[override]
+        super().stop_flow(flow_id, options)
+
+    async def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int = 100,  # type: ignore[override]
+                                   before_page_token: str = "") -> StreamMessagesPage[Any]:
+        return super().list_stream_messages(flow_id, stream, page_size, before_page_token)
+
+    async def write_stream(self, flow_id: str, stream: Stream[Any], source: str, value: Any) -> str:  # type: ignore[override]
+        return super().write_stream(flow_id, stream, source, value)
 
     async def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
         self._flow_row(flow_id)

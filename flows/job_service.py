@@ -9,9 +9,10 @@ starts (`configure_job`), so the flow code stays as the seed wrote it.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 FAKE_JOB_DURATION_SECONDS = 6.0
 RUNNING_AFTER_SECONDS = 2.0
@@ -30,6 +31,32 @@ class JobStatus:
     job_id: str
     state: JobState
     result: str = ""
+
+
+_pending: dict[Any, list[tuple[str, Callable[[Any], Any], "asyncio.Future[Any]"]]] = {}
+
+
+async def _update_soon(store: Any, job_id: str, fn: Callable[[Any], Any]) -> Any:
+    """Write a job record; writes asked for in the same event-loop pass share one commit, the
+    way a real job API batches its own writes. Returns once this one is committed."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    queue = _pending.setdefault(store, [])
+    queue.append((job_id, fn, fut))
+    if len(queue) == 1:
+        loop.call_soon(_flush, store)
+    return await fut
+
+
+def _flush(store: Any) -> None:
+    batch = _pending.pop(store, [])
+    try:
+        results = store.kv_update_many([(_NS, job_id, fn) for job_id, fn, _ in batch])
+    except Exception as exc:
+        results = [exc] * len(batch)
+    for (_, _, fut), res in zip(batch, results):
+        if not fut.done():
+            fut.set_exception(res) if isinstance(res, Exception) else fut.set_result(res)
 
 
 class FakeJobService:
@@ -66,7 +93,7 @@ class FakeJobService:
                 rec["started_at"] = now
             return rec
 
-        rt.store.kv_update(_NS, job_id, start)
+        await _update_soon(rt.store, job_id, start)
 
     async def get_job_status(self, job_id: str) -> JobStatus:
         rt = self._rt()

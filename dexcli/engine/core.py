@@ -18,6 +18,7 @@ a stale owner is fenced by (owner, attempt, status) in its WHERE clause.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import socket
@@ -53,6 +54,18 @@ MAX_DETAIL = 1024
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
 CLAIM_BATCH = 500
 ALL = object()  # Engine._driving: every flow in the database (a worker)
+
+
+@dataclass
+class _StartPlan:
+    definition: FlowDefinition
+    start: StepSpec
+    flow_id: str
+    input_json: str
+    opts: dict[str, Any]
+    flow_ref: str | None
+    request_id: str | None
+    ignore_already_started: bool
 
 
 class _Fenced(Exception):
@@ -135,7 +148,9 @@ class Engine:
         self._flush_scheduled = False
         self._commits: list[tuple[AttemptRun, Callable[[Tx], Any], Callable[[Any], None], Any]] = []
         self._commit_scheduled = False
+        self._starts: list[tuple[_StartPlan, asyncio.Future[str]]] = []
         self._wake: asyncio.Event | None = None
+        self._context: contextvars.Context | None = None  # run()'s, with the runtime set
         self._next_offset_read = 0.0  # real monotonic time of the next look at the database clock
         self._unloadable: dict[str, str] = {}
         self._resolved: dict[tuple[int, StepOptions], dict[str, Any]] = {}
@@ -186,6 +201,62 @@ class Engine:
                    flow_ref: str | None = None, request_id: str | None = None,
                    ignore_already_started: bool = False) -> str:
         """Create the run and queue its start step (one transaction). Returns the run id."""
+        plan = self._start_plan(flow, flow_id, input, flow_ref, request_id, ignore_already_started)
+        with self.store.tx() as tx:
+            run_id, created, _ = self._insert_start(tx, plan, lease=False)
+        if created:
+            self.emit("flowStarted", plan.flow_id, flowType=plan.definition.flow_type, runId=run_id)
+            self._poke()
+        return run_id
+
+    async def start_flow_async(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
+                               flow_ref: str | None = None, request_id: str | None = None,
+                               ignore_already_started: bool = False) -> str:
+        """`start_flow` for code on the engine's loop. Starts requested in the same loop pass
+        share one transaction (group commit); each returns once committed.
+        While this engine runs every flow (a worker), the start step's first attempt is leased
+        to it in that transaction and starts at once."""
+        plan = self._start_plan(flow, flow_id, input, flow_ref, request_id, ignore_already_started)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[str] = loop.create_future()
+        self._starts.append((plan, fut))
+        if len(self._starts) == 1:
+            loop.call_soon(self._flush_starts)
+        return await fut
+
+    def _flush_starts(self) -> None:
+        batch, self._starts = [(p, f) for p, f in self._starts if not f.cancelled()], []
+        done: list[tuple[_StartPlan, asyncio.Future[str], str | None, BaseException | None,
+                         dict[str, Any] | None]] = []
+        try:
+            with self.store.tx() as tx:
+                for plan, fut in batch:
+                    try:  # no savepoint: a taken flow id, the one error of a single start, is found before any write
+                        run_id, created, row = self._insert_start(tx, plan, lease=self._drives(plan.flow_id))
+                    except FlowAlreadyStartedError as exc:
+                        done.append((plan, fut, None, exc, None))
+                    else:
+                        done.append((plan, fut, run_id if created else None, None, row))
+                        if not created:
+                            fut.set_result(run_id)
+        except Exception as exc:  # the transaction failed: none of them started
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for plan, fut, run_id, exc, row in done:
+            if exc is not None:
+                fut.set_exception(exc)
+            elif run_id is not None:
+                self.emit("flowStarted", plan.flow_id, flowType=plan.definition.flow_type, runId=run_id)
+                if row is not None and row["status"] == "RUNNING":
+                    self._start_attempt(plan.definition, plan.start, row, row["attempt_started_at"])
+                fut.set_result(run_id)
+        self._poke()
+
+    def _start_plan(self, flow: Flow[Any], flow_id: str | None, input: Any, flow_ref: str | None,
+                    request_id: str | None, ignore_already_started: bool) -> _StartPlan:
+        """Everything about a start that needs no database: checks, input, options."""
         definition = self.registry.definition_of(flow)
         start = definition.start_step
         if start is None:
@@ -197,36 +268,45 @@ class Engine:
             input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
         except ValueMappingError as exc:
             raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
-        opts = self._options(start.options(), definition, start)
+        return _StartPlan(definition, start, flow_id, input_json, self._options(start.options(), definition, start),
+                          flow_ref, request_id, ignore_already_started)
+
+    def _insert_start(self, tx: Tx, plan: _StartPlan, lease: bool) -> tuple[str, bool, dict[str, Any] | None]:
+        """The start transaction's statements: (run id, created, start step row). An existing
+        flow id is refused, or returned unchanged for the same request id with
+        ignore_already_started. With `lease` the start step's first attempt is leased here."""
+        existing = tx.get_flow(plan.flow_id)
+        if existing is not None:
+            if plan.ignore_already_started and plan.request_id and existing["request_id"] == plan.request_id:
+                return str(existing["run_id"]), False, None
+            raise FlowAlreadyStartedError(
+                f"flow {plan.flow_id} already exists ({existing['status']}, {existing['flow_type']}); "
+                "choose another --flow-id"
+            )
         now = self.clock.now()
         run_id = str(uuid.uuid4())
-        with self.store.tx() as tx:
-            existing = tx.get_flow(flow_id)
-            if existing is not None:
-                if ignore_already_started and request_id and existing["request_id"] == request_id:
-                    return str(existing["run_id"])
-                raise FlowAlreadyStartedError(
-                    f"flow {flow_id} already exists ({existing['status']}, {existing['flow_type']}); "
-                    "choose another --flow-id"
-                )
-            tx.insert_flow(flow_id=flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=flow_ref,
-                           status="RUNNING", input=input_json, request_id=request_id or str(uuid.uuid4()),
-                           start_time=now)
-            seid = self._insert_step(tx, flow_id, run_id, start, input_json, opts, START_SOURCE, now)["step_execution_id"]
-            tx.add_event(flow_id, now, "FlowStarted", {
-                "flowType": definition.flow_type, "runId": run_id, "startStepType": start.step_type,
-                "startStepExecutionId": seid, "input": json.loads(input_json),
-            })
-        self.emit("flowStarted", flow_id, flowType=definition.flow_type, runId=run_id)
-        self._poke()
-        return run_id
+        definition, start = plan.definition, plan.start
+        tx.insert_flow(flow_id=plan.flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=plan.flow_ref,
+                       status="RUNNING", input=plan.input_json, request_id=plan.request_id or str(uuid.uuid4()),
+                       start_time=now)
+        row = self._insert_step(tx, plan.flow_id, run_id, start, plan.input_json, plan.opts, START_SOURCE, now,
+                                lease=lease)
+        tx.add_event(plan.flow_id, now, "FlowStarted", {
+            "flowType": definition.flow_type, "runId": run_id, "startStepType": start.step_type,
+            "startStepExecutionId": row["step_execution_id"], "input": json.loads(plan.input_json),
+        })
+        return run_id, True, row
 
     def _insert_step(self, tx: Tx, flow_id: str, run_id: str, spec: StepSpec, input_json: str,
                      opts: dict[str, Any], from_seid: str, now: float,
-                     recovery_error: dict[str, str] | None = None, lease: bool = False) -> dict[str, Any]:
+                     recovery_error: dict[str, str] | None = None, lease: bool = False,
+                     numbers: tuple[int, int] | None = None) -> dict[str, Any]:
         """Queue a step execution; with `lease`, start its first attempt here in the same
-        transaction (the step this process runs next needs no claim of its own). Returns the row."""
-        n, seq = (1, 1) if from_seid == START_SOURCE else tx.next_step_number(flow_id, spec.step_type)
+        transaction (the step this process runs next needs no claim of its own). Returns the row.
+        `numbers` is (n, seq) when the caller has already counted (`Tx.next_step_number`)."""
+        if numbers is None:
+            numbers = (1, 1) if from_seid == START_SOURCE else tx.next_step_number(flow_id, spec.step_type)
+        n, seq = numbers
         row: dict[str, Any] = dict(
             flow_id=flow_id, step_execution_id=f"{spec.step_type}-{n}", step_type=spec.step_type, seq=seq,
             from_step_execution_id=from_seid, input=input_json,
@@ -260,7 +340,9 @@ class Engine:
         self._runs[run.key] = run
         self._by_flow.setdefault(run.flow_id, set()).add(run.key)
         self.stats["attempts"] += 1
-        run.task = asyncio.ensure_future(self._run_attempt(run))
+        loop = asyncio.get_running_loop()
+        ctx = self._context.copy() if self._context is not None else None
+        run.task = loop.create_task(self._run_attempt(run), context=ctx)
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
@@ -280,6 +362,7 @@ class Engine:
         self._driving = ALL if flow_ids is None else frozenset(flow_ids)
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
+        self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         poll = self.clock.follow_real and not self.clock.auto_advance
         try:
             while True:
@@ -326,6 +409,10 @@ class Engine:
                         pass
                 else:
                     await asyncio.sleep(0)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # 3.11's wait_for swallows a cancel that lands as the wake fires: honour it
+                    raise asyncio.CancelledError()
         finally:
             self._driving = None
             reset_runtime(token)
@@ -648,12 +735,13 @@ class Engine:
         summary: dict[str, Any] = {"kind": kind.value}
 
         def body(tx: Tx) -> tuple[tuple[str, str | None, str | None] | None, list[tuple[StepSpec, dict[str, Any]]]]:
-            flow = tx.get_flow(run.flow_id)
+            flow = (tx.get_flow_numbering(run.flow_id, plan[0][0].step_type) if plan else tx.get_flow(run.flow_id))
             if flow is None or flow["status"] != "RUNNING":
                 raise _Fenced()
             lease = self._drives(run.flow_id)
             rows = [self._insert_step(tx, run.flow_id, flow["run_id"], spec, input_json, opts, run.seid, now,
-                                      lease=lease) for spec, input_json, opts in plan]
+                                      lease=lease, numbers=(flow["_n"] + 1, flow["_seq"] + 1) if i == 0 else None)
+                    for i, (spec, input_json, opts) in enumerate(plan)]
             next_ids = [r["step_execution_id"] for r in rows]
             if plan:
                 summary["next"] = [{"stepType": s.step_type, "stepExecutionId": i, "input": json.loads(j)}
@@ -689,10 +777,13 @@ class Engine:
                 closed = ("COMPLETED", None, None)
             elif kind is DecisionKind.FORCE_FAIL:
                 closed = ("FAILED", "STEP_DECISION_FAILED", decision.reason)
-            elif (flow["graceful"] or kind is DecisionKind.GRACEFUL_COMPLETE) and tx.active_step_count(run.flow_id) == 0:
-                closed = ("COMPLETED", None, None)
+            idle = False
+            if closed is None and (flow["graceful"] or kind is DecisionKind.GRACEFUL_COMPLETE):
+                idle = tx.active_step_count(run.flow_id) == 0
+                if idle:
+                    closed = ("COMPLETED", None, None)
             if closed is not None:
-                self._close(tx, run.flow_id, now, *closed, completions=completions)
+                self._close(tx, run.flow_id, now, *closed, completions=completions, open_steps=not idle)
                 return closed, []
             return None, [(spec, row) for (spec, _, _), row in zip(plan, rows) if lease]
 
@@ -711,8 +802,9 @@ class Engine:
         await self._commit_attempt(run, body, after)
 
     def _close(self, tx: Tx, flow_id: str, now: float, status: str, error_type: str | None,
-               message: str | None, completions: list[Any] | None = None) -> None:
-        tx.cancel_open_steps(flow_id, now)
+               message: str | None, completions: list[Any] | None = None, open_steps: bool = True) -> None:
+        if open_steps:  # False: the caller has just counted none
+            tx.cancel_open_steps(flow_id, now)
         tx.close_flow(flow_id, status, now, error_type, message)
         if completions is None:
             flow = tx.get_flow(flow_id)

@@ -29,6 +29,7 @@ _STEP_COLS = {
     "last_heartbeat_time", "heartbeat_deadline", "attempt_deadline", "total_deadline", "heartbeat_value",
     "has_heartbeat_value", "decision", "end_time",
 }
+_UPDATE_STEP_SQL: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
 _ATTEMPT_COLS = {"end_time", "outcome", "error_type", "detail", "heartbeats", "stream_writes"}
 
 
@@ -92,6 +93,14 @@ class Tx:
     def get_flow(self, flow_id: str) -> dict[str, Any] | None:
         return self.c.execute("SELECT * FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
 
+    def get_flow_numbering(self, flow_id: str, step_type: str) -> dict[str, Any] | None:
+        """The flow row plus `next_step_number` for one step type, in one statement
+        (`_n`, `_seq`: how many steps of that type, and in all, the flow has)."""
+        return self.c.execute(
+            "SELECT f.*, (SELECT COUNT(*) FROM steps s WHERE s.flow_id = f.flow_id) AS _seq, "
+            "(SELECT COUNT(*) FROM steps s WHERE s.flow_id = f.flow_id AND s.step_type = ?) AS _n "
+            "FROM flows f WHERE f.flow_id = ?", (step_type, flow_id)).fetchone()
+
     def update_flow(self, flow_id: str, **fields: Any) -> int:
         assert set(fields) <= _FLOW_COLS, set(fields) - _FLOW_COLS
         sets = ", ".join(f"{k} = ?" for k in fields)
@@ -128,18 +137,16 @@ class Tx:
 
     def update_step(self, flow_id: str, seid: str, where: dict[str, Any] | None = None, **fields: Any) -> int:
         """Update one step; `where` adds fencing conditions (owner, attempt, status)."""
-        assert set(fields) <= _STEP_COLS, set(fields) - _STEP_COLS
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        conds, args = "", []
-        for k, v in (where or {}).items():
-            assert k in ("lease_owner", "attempt", "status")
-            conds += f" AND {k} = ?"
-            args.append(v)
-        cur = self.c.execute(
-            f"UPDATE steps SET {sets} WHERE flow_id = ? AND step_execution_id = ?{conds}",
-            (*fields.values(), flow_id, seid, *args),
-        )
-        return cur.rowcount
+        where = where or {}
+        shape = (tuple(fields), tuple(where))
+        sql = _UPDATE_STEP_SQL.get(shape)
+        if sql is None:
+            assert set(fields) <= _STEP_COLS, set(fields) - _STEP_COLS
+            assert set(where) <= {"lease_owner", "attempt", "status"}, where
+            sets = ", ".join(f"{k} = ?" for k in fields)
+            conds = "".join(f" AND {k} = ?" for k in where)
+            sql = _UPDATE_STEP_SQL[shape] = f"UPDATE steps SET {sets} WHERE flow_id = ? AND step_execution_id = ?{conds}"
+        return self.c.execute(sql, (*fields.values(), flow_id, seid, *where.values())).rowcount
 
     def active_step_count(self, flow_id: str) -> int:
         return _first(self.c.execute(
@@ -147,10 +154,7 @@ class Tx:
             (flow_id,),
         ).fetchone())
 
-    def cancel_open_steps(self, flow_id: str, now: float) -> list[dict[str, Any]]:
-        rows = self.c.execute(
-            "SELECT * FROM steps WHERE flow_id = ? AND status IN ('QUEUED','RUNNING','BACKOFF')", (flow_id,)
-        ).fetchall()
+    def cancel_open_steps(self, flow_id: str, now: float) -> None:
         self.c.execute(
             "UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
             "WHERE flow_id = ? AND status IN ('QUEUED','RUNNING','BACKOFF')", (now, flow_id),
@@ -159,7 +163,6 @@ class Tx:
             "UPDATE attempts SET outcome = 'CANCELED', end_time = ? WHERE flow_id = ? AND outcome = 'RUNNING'",
             (now, flow_id),
         )
-        return rows
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:
         if flow_ids == []:
@@ -520,6 +523,21 @@ class Store:
             new = fn(tx.kv_get(ns, key))
             tx.kv_put(ns, key, new)
             return new
+
+    def kv_update_many(self, updates: list[tuple[str, str, Callable[[Any], Any]]]) -> list[Any]:
+        """Several read-modify-writes in one transaction. Each result is the new value, or the
+        exception its `fn` raised (that one writes nothing; the others still commit)."""
+        out: list[Any] = []
+        with self.tx() as tx:
+            for ns, key, fn in updates:
+                try:
+                    new = fn(tx.kv_get(ns, key))
+                except Exception as exc:
+                    out.append(exc)
+                    continue
+                tx.kv_put(ns, key, new)
+                out.append(new)
+        return out
 
     def kv_keys(self, ns: str) -> list[str]:
         return [r["key"] for r in self._all("SELECT key FROM kv WHERE ns = ? ORDER BY key", (ns,))]

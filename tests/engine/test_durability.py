@@ -254,3 +254,27 @@ def test_each_transition_is_one_commit_that_also_leases_the_next_step(env):
     for prev, nxt in (("First-1", "Second-1"), ("Second-1", "Third-1")):
         (a,) = attempts(env, "f", nxt)
         assert a["startTime"] == step(env, "f", prev)["endTime"] and a["outcome"] == "COMPLETED"
+
+
+def test_async_client_starts_made_together_share_one_commit(env):
+    import asyncio
+
+    from dexcli import AsyncClient
+    from dexcli.engine.clock import run as run_on_clock
+
+    client = AsyncClient(engine=env.engine)
+    flow = ThreeStepFlow()
+    before = env.store.commits
+
+    async def go():
+        started = await asyncio.gather(*(client.start_flow(flow, f"f{i}", i) for i in range(5)),
+                                       client.start_flow(flow, "f0", 9), return_exceptions=True)
+        return started, await client.describe_flow("f3")
+
+    started, info = run_on_clock(go, env.clock)
+    assert env.store.commits - before == 1  # six starts, one transaction
+    assert all(isinstance(r, str) for r in started[:5]) and len(set(started[:5])) == 5
+    assert isinstance(started[5], FlowAlreadyStartedError)  # only that start is refused
+    assert info.run_id == started[3] and info.status is FlowStatus.RUNNING
+    env.drive()
+    assert [env.result(f"f{i}").single_output(int) for i in range(5)] == [2 * (i + 1) + 3 for i in range(5)]

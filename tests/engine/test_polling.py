@@ -186,3 +186,83 @@ def test_starting_the_job_twice_is_a_no_op(env, jobs):
     before = env.store.kv_get("polling.jobs", "job-1")
     asyncio.run(FakeJobService(rt).start_job("job-1"))
     assert env.store.kv_get("polling.jobs", "job-1") == before
+
+
+def test_jobs_started_together_share_one_commit_and_each_starts_once(env):
+    rt = Runtime(env.store, env.clock)
+    service = FakeJobService(rt)
+    env.clock.advance(5)
+    service.configure_job("slow", duration_seconds=60)
+    before = env.store.commits
+
+    async def go():
+        await asyncio.gather(*(service.start_job(j) for j in ("a", "b", "slow", "a")))
+
+    asyncio.run(go())
+    assert env.store.commits - before == 1
+    recs = {j: env.store.kv_get("polling.jobs", j) for j in ("a", "b", "slow")}
+    assert {r["started_at"] for r in recs.values()} == {env.clock.now()}
+    assert recs["slow"]["duration"] == 60  # the configured job kept its settings
+    assert env.store.kv_update_many([("polling.jobs", "x", lambda rec: 1 / 0),
+                                     ("polling.jobs", "y", lambda rec: {"n": 1})])[1] == {"n": 1}
+    assert env.store.kv_get("polling.jobs", "x") is None and env.store.kv_get("polling.jobs", "y") == {"n": 1}
+
+
+def test_flows_started_by_an_async_client_while_a_worker_runs_are_leased_at_start(env):
+    """The worker leases each start step in the start's own commit; its attempts still run
+    with the engine's runtime (the job service needs it), though a client task started them."""
+    from dexcli import AsyncClient
+    from dexcli.engine.clock import run as run_on_clock
+
+    client = AsyncClient(engine=env.engine)
+    flow = PollingFlow()
+    ids = [f"w{i}" for i in range(3)]
+
+    async def go():
+        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: all(
+            env.result(f).is_terminal for f in ids if env.store.get_flow(f)) and len(started) == 3, stop_poll=1))
+        await asyncio.sleep(0)
+        started.extend(await asyncio.gather(*(client.start_flow(flow, f) for f in ids)))
+        await worker
+
+    started: list = []
+    commits = env.store.commits
+    run_on_clock(go, env.clock)
+    for f in ids:
+        assert env.result(f).single_output(str) == f"artifact for {f}"
+        (a,) = attempts(env, f, "StartJob-1")
+        assert a["outcome"] == "COMPLETED" and a["startTime"] == env.inspect(f)["summary"]["startTime"]
+    assert env.store.commits - commits < 3 * 3  # starts grouped, no claims
+
+
+def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(env):
+    """The client fails (a second PollingFlow instance is a definition error) while a worker
+    runs a flow on the virtual clock; the loop's shutdown cancels the worker, whose wake-up can
+    land in the same pass (3.11's wait_for then swallows the cancel). It must still stop."""
+    import threading
+
+    from dexcli import AsyncClient
+    from dexcli.engine.clock import run as run_on_clock
+    from dexcli.sdk.errors import FlowDefinitionError
+
+    client = AsyncClient(engine=env.engine)
+    outcome: list = []
+
+    async def go():
+        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: False, stop_poll=1))
+        await asyncio.sleep(0)
+        await asyncio.gather(client.start_flow(PollingFlow(), "first"),
+                             client.start_flow(PollingFlow(), "second"))  # the second raises
+        await worker
+
+    def main():
+        try:
+            run_on_clock(go, env.clock)
+        except FlowDefinitionError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=main, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "the worker kept running after its loop was shut down"
+    assert outcome and "registered twice" in str(outcome[0])
