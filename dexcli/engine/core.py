@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import os
 import socket
 import uuid
@@ -49,6 +50,8 @@ from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
 from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
 from dexcli.store import Store, Tx
 
+log = logging.getLogger("dexcli.engine")
+
 START_SOURCE = "__start__"
 MAX_DETAIL = 1024
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
@@ -66,6 +69,10 @@ class _StartPlan:
     flow_ref: str | None
     request_id: str | None
     ignore_already_started: bool
+
+
+class _Rollback(Exception):
+    """Unwinds a group-commit transaction after one of its units failed."""
 
 
 class _Fenced(Exception):
@@ -231,7 +238,7 @@ class Engine:
         try:
             with self.store.tx() as tx:
                 for plan, fut in batch:
-                    try:  # no savepoint: a taken flow id, the one error of a single start, is found before any write
+                    try:  # a taken flow id, the one error of a single start, is found before any write
                         run_id, created, row = self._insert_start(tx, plan, lease=self._drives(plan.flow_id))
                     except FlowAlreadyStartedError as exc:
                         done.append((plan, fut, None, exc, None))
@@ -503,6 +510,13 @@ class Engine:
             await self._attempt(run)
         except asyncio.CancelledError:  # fenced from outside: lease lost, flow closed, shutdown
             run.fence(run.fenced or "cancelled")
+        except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
+            run.fence(f"its outcome could not be recorded: {exc}")
+            log.error("%s attempt %d of flow %s: its outcome could not be recorded; the step stays "
+                      "RUNNING until its lease is declared lost", run.seid, run.attempt, run.flow_id,
+                      exc_info=exc)
+            self.emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
+                      error=f"{type(exc).__name__}: {exc}")
         finally:
             if self._runs.get(run.key) is run:
                 del self._runs[run.key]
@@ -641,11 +655,15 @@ class Engine:
             self.faults.hit("heartbeat", run.spec.step_type, run.heartbeats,
                             where=f"{run.seid} attempt {run.attempt}, heartbeat {run.heartbeats}")
 
-    def _take_outputs(self, tx: Tx, run: AttemptRun) -> tuple[Outputs, list[int | None]] | None:
+    def _take_outputs(self, tx: Tx, run: AttemptRun, taken: list[tuple[tuple[str, str], Any]]
+                      ) -> tuple[Outputs, list[int | None]] | None:
+        """Write the attempt's pending heartbeats and messages (noted in `taken`, to be put
+        back if the transaction rolls back)."""
         entry = self._pending.get(run.key)
         if entry is None or entry[0] is not run:
             return None
         del self._pending[run.key]
+        taken.append((run.key, entry))
         ok, tokens = self._apply_outputs(tx, run, entry[1])
         if not ok:
             raise _Fenced()
@@ -681,8 +699,8 @@ class Engine:
                               after: Callable[[Any], None]) -> None:
         """End an attempt: its pending heartbeats and Stream messages, then `body`, committed
         before `after(result)` runs. Outcomes that arrive in the same loop pass share one
-        transaction (group commit), each in its own savepoint, so a fenced attempt — a stale
-        owner, a closed flow — rolls back alone and nothing of it is applied."""
+        transaction (group commit); a fenced attempt — a stale owner, a closed flow — is left
+        out of it and nothing of it is applied (see `_flush_commits`)."""
         fut = asyncio.get_running_loop().create_future()
         self._commits.append((run, body, after, fut))
         if not self._commit_scheduled:
@@ -696,33 +714,51 @@ class Engine:
             raise
 
     def _flush_commits(self) -> None:
+        """Commit the queued attempt outcomes in one transaction. No savepoints: if one of them
+        is fenced or fails, the whole transaction rolls back, that one is settled alone and the
+        rest are committed again without it (rare, and nothing of the failed one is applied)."""
         self._commit_scheduled = False
         batch = [item for item in self._commits if not item[3].cancelled()]
         self._commits = []
-        if not batch:
-            return
+        settled: list[tuple[asyncio.Future[None], BaseException | None]] = []
         done: list[tuple[Any, ...]] = []
-        alone = len(batch) == 1
-        with self.store.tx() as tx:
-            for run, body, after, fut in batch:
-                try:
-                    with tx.savepoint(enabled=not alone):
-                        outputs = self._take_outputs(tx, run)
-                        result = body(tx)
-                except _Fenced:
+        while batch:
+            done, failed, taken = [], None, []
+            try:
+                with self.store.tx() as tx:
+                    for i, (run, body, after, fut) in enumerate(batch):
+                        try:
+                            outputs = self._take_outputs(tx, run, taken)
+                            result = body(tx)
+                        except Exception as exc:
+                            failed = (i, exc)
+                            raise _Rollback() from None
+                        done.append((run, (result, outputs), after, fut))
+            except _Rollback:
+                for key, entry in taken:  # their heartbeats and messages go out with the retry
+                    self._pending.setdefault(key, entry)
+                assert failed is not None
+                i, exc = failed
+                run, fut = batch[i][0], batch[i][3]
+                if isinstance(exc, _Fenced):
                     run.fence("step no longer owned (flow closed or attempt taken over)")
-                    done.append((fut, None, None, None, None))
-                except Exception as exc:  # a bug or a database error: that attempt's task fails
-                    done.append((fut, exc, None, None, None))
-                else:
-                    done.append((fut, None, run, (result, outputs), after))
-        for fut, exc, run, value, after in done:
-            if run is not None:
-                result, outputs = value
-                self.stats["transitions"] += 1
-                if outputs is not None:
-                    self._after_outputs(run, *outputs)
-                after(result)
+                    settled.append((fut, None))
+                else:  # a bug or a database error: that attempt's task fails
+                    settled.append((fut, exc))
+                batch = batch[:i] + batch[i + 1:]
+                continue
+            except Exception as exc:  # the transaction itself failed: every attempt in it fails
+                settled += [(fut, exc) for _, _, _, fut in batch]
+                done = []
+            break
+        for run, (result, outputs), after, fut in done:
+            self.stats["transitions"] += 1
+            if outputs is not None:
+                self._after_outputs(run, *outputs)
+            after(result)
+            if not fut.done():
+                fut.set_result(None)
+        for fut, exc in settled:
             if not fut.done():
                 fut.set_exception(exc) if exc is not None else fut.set_result(None)
 
@@ -770,8 +806,6 @@ class Engine:
             })
             if kind is DecisionKind.GRACEFUL_COMPLETE:
                 flow_fields["graceful"] = 1
-            if flow_fields:
-                tx.update_flow(run.flow_id, **flow_fields)
             closed: tuple[str, str | None, str | None] | None = None
             if kind is DecisionKind.FORCE_COMPLETE:
                 closed = ("COMPLETED", None, None)
@@ -783,8 +817,11 @@ class Engine:
                 if idle:
                     closed = ("COMPLETED", None, None)
             if closed is not None:
-                self._close(tx, run.flow_id, now, *closed, completions=completions, open_steps=not idle)
+                self._close(tx, run.flow_id, now, *closed, completions=completions, open_steps=not idle,
+                            flow_fields=flow_fields)
                 return closed, []
+            if flow_fields:
+                tx.update_flow(run.flow_id, **flow_fields)
             return None, [(spec, row) for (spec, _, _), row in zip(plan, rows) if lease]
 
         def after(result: tuple[tuple[str, str | None, str | None] | None, list[tuple[StepSpec, dict[str, Any]]]]
@@ -802,10 +839,11 @@ class Engine:
         await self._commit_attempt(run, body, after)
 
     def _close(self, tx: Tx, flow_id: str, now: float, status: str, error_type: str | None,
-               message: str | None, completions: list[Any] | None = None, open_steps: bool = True) -> None:
+               message: str | None, completions: list[Any] | None = None, open_steps: bool = True,
+               flow_fields: dict[str, Any] | None = None) -> None:
         if open_steps:  # False: the caller has just counted none
             tx.cancel_open_steps(flow_id, now)
-        tx.close_flow(flow_id, status, now, error_type, message)
+        tx.close_flow(flow_id, status, now, error_type, message, **(flow_fields or {}))
         if completions is None:
             flow = tx.get_flow(flow_id)
             completions = json.loads(flow["completions"]) if flow else []

@@ -3,6 +3,7 @@
 import pytest
 
 from dexcli import (
+    AsyncContext,
     Context,
     FlowAlreadyStartedError,
     FlowErrorType,
@@ -278,3 +279,40 @@ def test_async_client_starts_made_together_share_one_commit(env):
     assert info.run_id == started[3] and info.status is FlowStatus.RUNNING
     env.drive()
     assert [env.result(f"f{i}").single_output(int) for i in range(5)] == [2 * (i + 1) + 3 for i in range(5)]
+
+
+class AsyncHop(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        return go_to(AsyncEnd, input)
+
+
+class AsyncEnd(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+def test_a_failing_outcome_in_a_group_commit_leaves_the_others_committed(env, monkeypatch):
+    """Three flows' first steps finish in one loop pass and share a transaction; the history
+    insert of the middle one fails. It alone is not applied; the others commit and go on."""
+    original = Tx.add_event
+    failed = []
+
+    def failing_add_event(self, flow_id, now, type_, payload):
+        if flow_id == "b" and type_ == "StepExecuteCompleted":
+            failed.append(payload["stepExecutionId"])
+            raise RuntimeError("disk full (simulated)")
+        return original(self, flow_id, now, type_, payload)
+
+    monkeypatch.setattr(Tx, "add_event", failing_add_event)
+    flow = Single(AsyncHop(), AsyncEnd())
+    for fid in ("a", "b", "c"):
+        env.start(flow, 1, fid)
+    commits = env.store.commits
+    env.drive(until=lambda: env.result("a").is_terminal and env.result("c").is_terminal)
+    assert failed == ["AsyncHop-1"]
+    for fid in ("a", "c"):
+        assert env.result(fid).single_output(int) == 1
+    assert step_ids(env, "b") == ["AsyncHop-1"] and step(env, "b", "AsyncHop-1")["status"] == "RUNNING"
+    assert history_types(env, "b") == ["FlowStarted"]
+    # claim, the shared try that rolled back, its retry without b, then the second steps
+    assert env.store.commits - commits <= 4

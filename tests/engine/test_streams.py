@@ -173,3 +173,31 @@ def test_a_stream_write_in_a_plain_sync_step_fails_the_flow_instead_of_vanishing
     assert result.error_type is FlowErrorType.INVALID_USER_FLOW_CODE
     assert "must be yielded" in (result.error_message or "")
     assert len(attempts(env, "sw", "Writes-1")) == 1  # not retried: retrying cannot help
+
+
+def test_many_messages_in_one_transaction_keep_the_usage_exact(env):
+    """Group commits append many messages per transaction; usage is read once, kept in
+    memory and written at commit — and a rolled-back transaction leaves it as it was."""
+    store = env.store
+
+    def usage():
+        row = store._one("SELECT bytes FROM stream_usage WHERE flow_type = 'T' AND stream = 'S'")
+        return row["bytes"] if row else 0
+
+    def stored():
+        return [r["value"] for r in store._all("SELECT value FROM stream_messages WHERE stream = 'S' ORDER BY id")]
+
+    with store.tx() as tx:
+        for i in range(7):  # capacity 5 messages of 100 bytes: the first two are trimmed
+            tx.append_stream("T", "S", "f", "#s", f"m{i}", 0.0, 100, 500)
+    assert stored() == [f"m{i}" for i in range(2, 7)]
+    assert usage() == 500
+    with pytest.raises(RuntimeError):
+        with store.tx() as tx:
+            tx.append_stream("T", "S", "f", "#s", "rolled back", 0.0, 100, 500)
+            raise RuntimeError("the whole transaction rolls back")
+    assert stored() == [f"m{i}" for i in range(2, 7)] and usage() == 500
+    with store.tx() as tx:  # the next transaction starts from the stored usage
+        tx.append_stream("T", "S", "f", "#s", "m7", 0.0, 60, 500)
+        tx.append_stream("T", "S", "f", "#s", "m8", 0.0, 60, 500)
+    assert stored() == [f"m{i}" for i in range(4, 9)] and usage() == 420
