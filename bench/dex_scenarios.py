@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import cpu_seconds, fresh_db, peak_rss_mib, percentile
+from dexcli.engine.process import tune_gc
 
 
 def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
@@ -43,6 +44,7 @@ def throughput(db: str, n: int) -> dict[str, Any]:
             await engine.run([fid], until_idle=True)
 
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
+    tune_gc()  # what `dex worker` does for a process that runs many flows
     commits0, trans0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
     t0 = time.perf_counter()
     run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
@@ -129,24 +131,19 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         for fid in ids:  # job properties are set before the flows start (not timed)
             jobs.configure_job(fid, duration_seconds=duration)
     client = AsyncClient(engine=engine)
+    tune_gc()  # what `dex worker` does for a process that runs many flows
     rss_before = peak_rss_mib()
     cpu0, commits0 = cpu_seconds(), engine.store.commits
     marks: dict[str, float] = {}
 
-    closed = [0]
-
-    def count_closed(event: Any) -> None:
-        if event.type == "flowClosed":
-            closed[0] += 1
-
-    engine.listeners.append(count_closed)
+    closed0 = engine.stats["flows_closed"]
 
     async def go() -> None:
         marks["t0"] = time.perf_counter()
         # A worker runs while a client starts the flows the way async code starts many:
         # concurrently, so the starts share one commit (and the worker leases them in it).
-        worker = asyncio.ensure_future(engine.run(None, until_idle=False, stop=lambda: closed[0] >= n,
-                                                  stop_poll=0.5))
+        worker = asyncio.ensure_future(engine.run(
+            None, until_idle=False, stop=lambda: engine.stats["flows_closed"] - closed0 >= n, stop_poll=0.5))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, fid) for fid in ids))
         marks["started"] = time.perf_counter()
@@ -283,6 +280,7 @@ def recovery_worker(db: str) -> None:
     from dexcli.engine.clock import run as run_on_clock
 
     engine = _engine(db)
+    tune_gc()  # as `dex worker` does
 
     async def go() -> None:
         await engine.run(None, until_idle=False)

@@ -20,6 +20,7 @@ from rich.live import Live
 
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
 from dexcli.engine.clock import Clock, run as run_on_clock
+from dexcli.engine.process import tune_gc
 from dexcli.engine.core import Engine, Event
 from dexcli.engine.faults import Faults
 from dexcli.engine.views import inspect_flow
@@ -206,6 +207,7 @@ def run_worker(console: Console, db: Path, *, until_idle: bool, time_skip: bool,
     if mode != "json":
         console.print(f"dex worker {engine.owner} · db {db}" + (" · until idle" if until_idle else
                                                                  " · Ctrl-C to stop"), highlight=False)
+    tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
     try:
         run_on_clock(lambda: engine.run(None, until_idle=until_idle), clock)
     except KeyboardInterrupt:

@@ -162,7 +162,7 @@ class Engine:
         self._unloadable: dict[str, str] = {}
         self._resolved: dict[tuple[int, StepOptions], dict[str, Any]] = {}
         self._resolved_json: dict[int, str] = {}  # id(resolved dict) -> its JSON
-        self.stats = {"attempts": 0, "transitions": 0, "heartbeat_flushes": 0}
+        self.stats = {"attempts": 0, "transitions": 0, "heartbeat_flushes": 0, "flows_closed": 0}
 
     # ------------------------------------------------------------------ definitions ------
     def definition_for(self, flow_type: str, flow_ref: str | None) -> FlowDefinition:
@@ -851,6 +851,7 @@ class Engine:
                                                   "errorMessage": message, "results": completions})
 
     def _after_close(self, flow_id: str, closed: tuple[str, str | None, str | None]) -> None:
+        self.stats["flows_closed"] += 1
         for key in list(self._by_flow.get(flow_id, ())):
             run = self._runs.get(key)
             if run is not None:

@@ -63,17 +63,17 @@ class Tx:
         # Stream usage per (flow type, stream), read once and written once per transaction
         # however many messages it appends (`finish` writes it before COMMIT).
         self._usage: dict[tuple[str, str], int] = {}
-        self._usage_dirty: set[tuple[str, str]] = set()
+        self._usage_dirty: set[tuple[str, str]] | None = None  # created by the first append
 
     def finish(self) -> None:
         """Write what this transaction keeps in memory. The store calls it before COMMIT."""
-        for key in self._usage_dirty:
+        for key in self._usage_dirty or ():
             self.c.execute(
                 "INSERT INTO stream_usage (flow_type, stream, bytes) VALUES (?, ?, ?) "
                 "ON CONFLICT(flow_type, stream) DO UPDATE SET bytes = excluded.bytes",
                 (*key, self._usage[key]),
             )
-        self._usage_dirty.clear()
+        self._usage_dirty = None
 
     # --- flows ----------------------------------------------------------------------------
     def insert_flow(self, **row: Any) -> None:
@@ -247,6 +247,8 @@ class Tx:
             (flow_type, stream, flow_id, source, value, now, size),
         )
         self._usage[key] = used + size
+        if self._usage_dirty is None:
+            self._usage_dirty = set()
         self._usage_dirty.add(key)
         return int(cur.lastrowid or 0)
 
