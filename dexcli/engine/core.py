@@ -282,20 +282,21 @@ class Engine:
         """The start transaction's statements: (run id, created, start step row). An existing
         flow id is refused, or returned unchanged for the same request id with
         ignore_already_started. With `lease` the start step's first attempt is leased here."""
-        existing = tx.get_flow(plan.flow_id)
-        if existing is not None:
+        now = self.clock.now()
+        run_id = str(uuid.uuid4())
+        definition, start = plan.definition, plan.start
+        if not tx.insert_flow_if_new(
+                flow_id=plan.flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=plan.flow_ref,
+                status="RUNNING", input=plan.input_json, request_id=plan.request_id or str(uuid.uuid4()),
+                start_time=now):
+            existing = tx.get_flow(plan.flow_id)
+            assert existing is not None
             if plan.ignore_already_started and plan.request_id and existing["request_id"] == plan.request_id:
                 return str(existing["run_id"]), False, None
             raise FlowAlreadyStartedError(
                 f"flow {plan.flow_id} already exists ({existing['status']}, {existing['flow_type']}); "
                 "choose another --flow-id"
             )
-        now = self.clock.now()
-        run_id = str(uuid.uuid4())
-        definition, start = plan.definition, plan.start
-        tx.insert_flow(flow_id=plan.flow_id, run_id=run_id, flow_type=definition.flow_type, flow_ref=plan.flow_ref,
-                       status="RUNNING", input=plan.input_json, request_id=plan.request_id or str(uuid.uuid4()),
-                       start_time=now)
         row = self._insert_step(tx, plan.flow_id, run_id, start, plan.input_json, plan.opts, START_SOURCE, now,
                                 lease=lease)
         tx.add_event(plan.flow_id, now, "FlowStarted", {

@@ -76,10 +76,13 @@ class Tx:
         self._usage_dirty = None
 
     # --- flows ----------------------------------------------------------------------------
-    def insert_flow(self, **row: Any) -> None:
+    def insert_flow_if_new(self, **row: Any) -> bool:
+        """Insert a flow unless its id exists (then nothing is written). True when inserted."""
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        self.c.execute(f"INSERT INTO flows ({cols}) VALUES ({marks})", tuple(row.values()))
+        cur = self.c.execute(f"INSERT INTO flows ({cols}) VALUES ({marks}) ON CONFLICT(flow_id) DO NOTHING",
+                             tuple(row.values()))
+        return cur.rowcount == 1
 
     def get_flow(self, flow_id: str) -> dict[str, Any] | None:
         return self.c.execute("SELECT * FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
