@@ -321,7 +321,9 @@ def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str
         "TIMED_OUT/LOST and error type Heartbeat.",
         "3. **Virtual time** — PollingFlow with a 15-minute job on `Clock.virtual()` (`dexcli.testing."
         "DexTestEnv`): AwaitJob hits StartToClose at 10 min, RecordJobWaitFailure fails the flow.",
-        "4. **CLI** — median wall time of the command (after one warm-up run) against `python -c pass`; "
+        "4. **CLI** — median wall time of the command (after one warm-up run, which also writes the "
+        "bytecode cache as an installed package has it; `PYTHONDONTWRITEBYTECODE` is unset for these "
+        "runs) against `python -c pass`; "
         "the 100,000-flow database is one real ThreeStepFlow run cloned in SQL (ids and times shifted).",
         "5. **Recovery** — a child process runs 1,000 PollingFlows (1-hour jobs) until every AwaitJob "
         "attempt is RUNNING, is SIGKILLed, the database clock is skipped 70 s (past the 60 s heartbeat "

@@ -106,6 +106,9 @@ def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
     cfg, w = ctx["cfg"], ctx["workdir"]
     env = child_env()
     env["NO_COLOR"] = "1"
+    # As installed for a user: bytecode cached (pip compiles it; an editable install writes
+    # __pycache__ on first import). The first, uncounted run of each command writes it.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     runs = cfg["cli_runs"]
     out: dict[str, Any] = {"baseline": _time_cmd([sys.executable, "-c", "pass"], runs, env)}
     dex = shutil.which("dex")
