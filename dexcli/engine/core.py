@@ -149,7 +149,6 @@ class Engine:
         self.listeners: list[Callable[[Event], None]] = []
         self._runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
-        self._driving_all = False
         self._driving: frozenset[str] | object | None = None  # flows inside run(): ALL, a set, or None
         self._pending: dict[tuple[str, str], tuple[AttemptRun, Outputs]] = {}
         self._flush_scheduled = False
@@ -366,7 +365,6 @@ class Engine:
         """
         if not self._runs:
             self.owner = f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
-        self._driving_all = flow_ids is None
         self._driving = ALL if flow_ids is None else frozenset(flow_ids)
         self._wake = asyncio.Event()
         token = set_runtime(Runtime(self.store, self.clock))
@@ -439,7 +437,7 @@ class Engine:
         live = False
         # Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
         # explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
-        respect_live = self.clock.auto_advance and self.clock.follow_real and self._driving_all
+        respect_live = self.clock.auto_advance and self.clock.follow_real and self._driving is ALL
         alive: dict[str, bool] = {}
         for owner, t in foreign:
             owner = owner or ""

@@ -444,24 +444,6 @@ class Store:
         args.append(limit)
         return self._all(sql, tuple(args))
 
-    def next_wake(self, flow_ids: list[str] | None, owner: str) -> float | None:
-        """Earliest time something in these flows becomes due: a queued step, a retry, or a
-        foreign attempt's deadline (after which this process may declare it lost)."""
-        if flow_ids == []:
-            return None
-        cond, args = "", []
-        if flow_ids is not None:
-            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
-            args = list(flow_ids)
-        a = self._one(f"SELECT MIN(next_attempt_at) AS t FROM steps WHERE status IN ('QUEUED','BACKOFF'){cond}",
-                      tuple(args))
-        b = self._one(
-            "SELECT MIN(MIN(heartbeat_deadline, attempt_deadline, total_deadline)) AS t FROM steps "
-            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}", (owner, *args)
-        )
-        times = [r["t"] for r in (a, b) if r and r["t"] is not None]
-        return min(times) if times else None
-
     def schedule(self, flow_ids: list[str] | None, owner: str
                  ) -> tuple[float | None, list[tuple[str | None, float | None]]]:
         """In one statement: the earliest time a queued step or a retry becomes runnable, and
@@ -480,39 +462,6 @@ class Store:
             (*args, owner, *args))
         due = next((r["t"] for r in rows if r["k"] == 0), None)
         return due, [(r["lease_owner"], r["t"]) for r in rows if r["k"] == 1]
-
-    def foreign_leases(self, flow_ids: list[str] | None, owner: str) -> list[dict[str, Any]]:
-        """Running attempts other processes hold: their owner and first deadline."""
-        if flow_ids == []:
-            return []
-        cond, args = "", []
-        if flow_ids is not None:
-            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
-            args = list(flow_ids)
-        return self._all(
-            "SELECT lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) AS t FROM steps "
-            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}", (owner, *args))
-
-    def next_due(self, flow_ids: list[str] | None) -> float | None:
-        """Earliest time a queued step or a retry becomes runnable."""
-        if flow_ids == []:
-            return None
-        cond, args = "", ()
-        if flow_ids is not None:
-            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
-            args = tuple(flow_ids)
-        row = self._one(f"SELECT MIN(next_attempt_at) AS t FROM steps WHERE status IN ('QUEUED','BACKOFF'){cond}", args)
-        return row["t"] if row else None
-
-    def count_open_steps(self, flow_ids: list[str] | None = None) -> int:
-        if flow_ids == []:
-            return 0
-        cond, args = "", ()
-        if flow_ids is not None:
-            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
-            args = tuple(flow_ids)
-        row = self._one(f"SELECT COUNT(*) AS n FROM steps WHERE status IN ('QUEUED','RUNNING','BACKOFF'){cond}", args)
-        return int(row["n"]) if row else 0
 
     # --- kv for examples ------------------------------------------------------------------
     def kv_get(self, ns: str, key: str) -> Any:
