@@ -26,7 +26,7 @@ from bench.common import ROOT, child_argv, child_env, run_child
 SCENARIOS = ("throughput", "pollers", "virtual", "cli", "recovery")
 
 FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "pollers_1k": 1000, "dbos_pollers": 500,
-        "pollers_10k": 10000, "cli_flows": 100_000, "cli_runs": 7, "recovery_n": 1000, "raw_seconds": 2.0}
+        "pollers_10k": 10000, "cli_flows": 100_000, "cli_runs": 15, "recovery_n": 1000, "raw_seconds": 2.0}
 QUICK = {"throughput_n": 10, "dbos_throughput_n": 10, "pollers_1k": 5, "dbos_pollers": 5,
          "pollers_10k": 10, "cli_flows": 200, "cli_runs": 1, "recovery_n": 5, "raw_seconds": 0.2}
 
@@ -89,17 +89,36 @@ def scenario_virtual(ctx: dict[str, Any]) -> dict[str, Any]:
     return {"dex": median_run(runs, "wall_s")}
 
 
-def _time_cmd(argv: list[str], runs: int, env: dict[str, str]) -> dict[str, Any]:
-    times, last = [], None
-    for _ in range(runs + 1):  # the first run warms the page cache and .pyc files
-        t0 = time.perf_counter()
-        last = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-        times.append((time.perf_counter() - t0) * 1000)
-        if last.returncode != 0:
-            err = (last.stderr or last.stdout).strip().splitlines()
-            return {"error": f"exit {last.returncode}: {err[-1] if err else ''}"[:300], "cmd": " ".join(argv)}
-    times = sorted(times[1:])
-    return {"median_ms": times[len(times) // 2], "min_ms": times[0], "cmd": " ".join(argv)}
+def _time_cmds(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Time each command `runs` times, round-robin, so that a machine that speeds up or slows
+    down mid-measurement moves all of them alike. Each gets its median, and `over_ms`: the
+    median of its excess over `python -c pass` within the same round. One uncounted round
+    first warms the page cache and writes the bytecode."""
+    base = [sys.executable, "-c", "pass"]
+    all_cmds = {"baseline": base, **cmds}
+    times: dict[str, list[float]] = {k: [] for k in all_cmds}
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(runs + 1):
+        for name, argv in all_cmds.items():
+            if name in out:
+                continue
+            t0 = time.perf_counter()
+            last = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if last.returncode != 0:
+                err = (last.stderr or last.stdout).strip().splitlines()
+                out[name] = {"error": f"exit {last.returncode}: {err[-1] if err else ''}"[:300], "cmd": " ".join(argv)}
+            elif i > 0:
+                times[name].append(elapsed)
+    for name, argv in all_cmds.items():
+        if name in out:
+            continue
+        ts = sorted(times[name])
+        out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "cmd": " ".join(argv)}
+        if name != "baseline" and "error" not in out["baseline"]:
+            over = sorted(t - b for t, b in zip(times[name], times["baseline"]))
+            out[name]["over_ms"] = over[len(over) // 2]
+    return out
 
 
 def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -107,24 +126,25 @@ def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
     env = child_env()
     env["NO_COLOR"] = "1"
     # As installed for a user: bytecode cached (pip compiles it; an editable install writes
-    # __pycache__ on first import). The first, uncounted run of each command writes it.
+    # __pycache__ on first import). The first, uncounted round writes it.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    runs = cfg["cli_runs"]
-    out: dict[str, Any] = {"baseline": _time_cmd([sys.executable, "-c", "pass"], runs, env)}
     dex = shutil.which("dex")
     if dex is None:
+        out: dict[str, Any] = _time_cmds({}, cfg["cli_runs"], env)
         out["help"] = out["list"] = out["inspect"] = {"error": "`dex` is not on PATH"}
         return out
-    out["help"] = _time_cmd([dex, "--help"], runs, env)
     log(f"cli: building a database of {cfg['cli_flows']} finished flows")
     db = w / "cli-big.db"
     built = run_child("make_big_db", {"db": str(db), "n": cfg["cli_flows"]})
+    cmds = {"help": [dex, "--help"]}
+    if "error" not in built:
+        cmds["list"] = [dex, "--db", str(db), "list"]
+        cmds["inspect"] = [dex, "--db", str(db), "inspect", built["sample_id"]]
+    out = _time_cmds(cmds, cfg["cli_runs"], env)
     out["db"] = built
+    out["runs"] = cfg["cli_runs"]
     if "error" in built:
         out["list"] = out["inspect"] = {"error": "database not built: " + built["error"]}
-        return out
-    out["list"] = _time_cmd([dex, "--db", str(db), "list"], runs, env)
-    out["inspect"] = _time_cmd([dex, "--db", str(db), "inspect", built["sample_id"]], runs, env)
     return out
 
 
