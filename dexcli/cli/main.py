@@ -359,26 +359,35 @@ def list_flows(
     if json_out:
         print(json.dumps([flow_summary(r) for r in rows], indent=2))
         return
-    from rich.table import Table
+    from datetime import datetime, timezone
 
     from dexcli.cli.config import format_duration
-    from dexcli.cli.render import STATUS_STYLE
 
     if not rows:
         print("no flows" + (" match" if status or flow_type else f" in {store.path}"))
         return
     now = store_now(store)
-    table = Table(box=None, pad_edge=False)
-    for col in ("flow id", "type", "status", "started (UTC)", "duration", "result / error"):
-        table.add_column(col, overflow="fold")
-    from datetime import datetime, timezone
-
+    headers = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
+    cells = []
     for r in rows:
-        end = r["close_time"] or now
         info = r["error_message"] or ", ".join(json.dumps(c["output"]) for c in json.loads(r["completions"]))
-        table.add_row(r["flow_id"], r["flow_type"], f"[{STATUS_STYLE.get(r['status'], '')}]{r['status']}[/]",
+        cells.append((r["flow_id"], r["flow_type"], r["status"],
                       datetime.fromtimestamp(r["start_time"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-                      format_duration(end - r["start_time"]), info)
+                      format_duration((r["close_time"] or now) - r["start_time"]), info))
+    if not sys.stdout.isatty():  # scripts and pipes: aligned plain text, no Rich layout to pay for
+        widths = [max(len(str(row[i])) for row in (headers, *cells)) for i in range(len(headers) - 1)]
+        for row in (headers, *cells):
+            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[-1]))
+        return
+    from rich.table import Table
+
+    from dexcli.cli.render import STATUS_STYLE
+
+    table = Table(box=None, pad_edge=False)
+    for col in headers:
+        table.add_column(col, overflow="fold")
+    for row in cells:
+        table.add_row(row[0], row[1], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
     out_console().print(table)
 
 
