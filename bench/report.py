@@ -259,6 +259,21 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|")
 
 
+def without_local_paths(text: str, workdir: Path) -> str:
+    """This machine's paths out of a committed report: the work directory, the interpreter and
+    the `dex` script become `<workdir>`, `python` and `dex`."""
+    import shutil
+
+    swaps = [(str(workdir), "<workdir>"), (sys.executable, "python")]
+    dex = shutil.which("dex")
+    if dex:
+        swaps.append((dex, "dex"))
+    swaps.append((str(ROOT), "."))
+    for old, new in sorted(swaps, key=lambda p: -len(p[0])):
+        text = text.replace(old, new)
+    return text
+
+
 def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str, Any]) -> str:
     import json
 

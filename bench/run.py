@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
         target = args.results if args.results is not None else ROOT / "bench" / "RESULTS.md"
         if str(target) != "-":
-            target.write_text(report.markdown(rows, results, meta))
+            target.write_text(report.without_local_paths(report.markdown(rows, results, meta), workdir))
             log(f"wrote {target}")
     finally:
         if tmp is not None:
