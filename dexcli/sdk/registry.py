@@ -249,8 +249,14 @@ class Registry:
         return self._defs.get(flow_type)
 
     def definition_of(self, flow: Flow[Any]) -> FlowDefinition:
+        """The definition to start `flow` with. Another instance of a registered flow's class
+        names that flow: the registered instance runs (as a Dex worker's would), so
+        `start_flow(MyFlow(), ...)` may be called with a fresh instance each time."""
         for d in self._defs.values():
             if d.flow is flow:
+                return d
+        for d in self._defs.values():
+            if type(d.flow) is type(flow):
                 return d
         return self.add(flow)
 

@@ -236,14 +236,14 @@ def test_flows_started_by_an_async_client_while_a_worker_runs_are_leased_at_star
 
 
 def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(env):
-    """The client fails (a second PollingFlow instance is a definition error) while a worker
-    runs a flow on the virtual clock; the loop's shutdown cancels the worker, whose wake-up can
-    land in the same pass (3.11's wait_for then swallows the cancel). It must still stop."""
+    """The client fails (a bad flow id) while a worker runs a flow on the virtual clock; the
+    loop's shutdown cancels the worker, whose wake-up can land in the same pass (3.11's
+    wait_for then swallows the cancel). It must still stop."""
     import threading
 
     from dexcli import AsyncClient
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.sdk.errors import FlowDefinitionError
+    from dexcli.sdk.errors import UsageError
 
     client = AsyncClient(engine=env.engine)
     outcome: list = []
@@ -252,17 +252,17 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
         worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: False, stop_poll=1))
         await asyncio.sleep(0)
         await asyncio.gather(client.start_flow(PollingFlow(), "first"),
-                             client.start_flow(PollingFlow(), "second"))  # the second raises
+                             client.start_flow(PollingFlow(), "bad/id"))  # the second raises
         await worker
 
     def main():
         try:
             run_on_clock(go, env.clock)
-        except FlowDefinitionError as exc:
+        except UsageError as exc:
             outcome.append(exc)
 
     t = threading.Thread(target=main, daemon=True)
     t.start()
     t.join(20)
     assert not t.is_alive(), "the worker kept running after its loop was shut down"
-    assert outcome and "registered twice" in str(outcome[0])
+    assert outcome and "bad/id" in str(outcome[0])

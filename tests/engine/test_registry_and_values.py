@@ -243,3 +243,23 @@ def test_an_exception_in_the_flows_own_definition_code_is_a_definition_error():
     with pytest.raises(FlowDefinitionError) as err:
         build_definition(Raises())
     assert "flow Raises: get_steps() raised RuntimeError: oops in get_steps" in str(err.value)
+
+
+def test_a_fresh_instance_of_a_registered_flow_starts_the_registered_one(env):
+    from flows.three_steps import ThreeStepFlow
+
+    registered = ThreeStepFlow()
+    env.run(registered, 1, "a")
+    env.start(ThreeStepFlow(), 2, "b")  # a new instance only names the flow, as with a Dex client
+    env.drive()
+    assert env.result("b").single_output(int) == 9
+    assert env.engine.registry.get("ThreeStepFlow").flow is registered
+
+
+def test_another_class_under_a_registered_flow_type_is_refused(env):
+    from flows import three_steps
+
+    env.run(three_steps.ThreeStepFlow(), 1, "a")
+    Impostor = type("ThreeStepFlow", (three_steps.ThreeStepFlow,), {})
+    with pytest.raises(FlowDefinitionError, match="registered twice"):
+        env.start(Impostor(), 1, "b")
