@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from dexcli.engine.core import Engine, Event
 from dexcli.engine.faults import Faults
 from dexcli.engine.views import inspect_flow
 from dexcli.loader import load_ref
+from dexcli.sdk.errors import StoreError
 from dexcli.sdk.registry import Registry
 from dexcli.store import Store
 
@@ -136,7 +138,21 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
 
     faults.on_crash = crashed
 
+    errors: list[str] = []  # reported as one line below, not as the engine's logged traceback
+    quiet = logging.getLogger("dexcli.engine")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+
+    def on_engine_error(ev: Event) -> None:
+        if ev.type == "engineError" and ev.flow_id == flow_id:
+            errors.append(ev.data["error"])
+
+    engine.listeners.append(on_engine_error)
+
     def terminal() -> bool:
+        if errors:  # an outcome could not be recorded: nothing more will happen here
+            return True
         row = store.get_flow(flow_id)
         return row is None or row["status"] != "RUNNING"
 
@@ -158,6 +174,12 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
                   "  (an attempt that was running is declared lost after its heartbeat timeout,"
                   " then retried; add --time-skip to skip the wait)", highlight=False)
         return EXIT_INTERRUPTED
+    if errors:
+        view.stop(final=False)
+        view.close()
+        store.close()
+        raise StoreError(f"flow {flow_id}: an attempt's outcome could not be recorded ({errors[0]}); the flow "
+                         f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
     snap = view.stop()
     view.close()
     store.close()

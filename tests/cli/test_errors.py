@@ -231,3 +231,22 @@ def test_db_option_is_accepted_after_the_command(cli, tmp_path):
     cli.ok("run", "three-steps", "--flow-id", "here", "--input", "1", "--db", str(other))
     assert cli.ok("inspect", "here", f"--db={other}").stdout
     assert_error(cli("inspect", "here"), 3)  # the default database does not have it
+
+
+def test_an_outcome_that_cannot_be_recorded_ends_the_run_with_one_line(cli, monkeypatch):
+    """A database error while committing a step's outcome (here: the history insert) leaves the
+    flow RUNNING; `dex run` says so in one line instead of waiting forever."""
+    from dexcli.store.sqlite import Tx
+
+    original = Tx.add_event
+
+    def failing(self, flow_id, now, type_, payload):
+        if type_ == "StepExecuteCompleted":
+            raise sqlite3.OperationalError("database or disk is full")
+        return original(self, flow_id, now, type_, payload)
+
+    monkeypatch.setattr(Tx, "add_event", failing)
+    res = cli("run", "three-steps", "--flow-id", "full", "--input", "1")
+    assert_error(res, 2, "flow full", "could not be recorded", "database or disk is full", "dex resume full")
+    monkeypatch.undo()
+    assert cli.json("inspect", "full", "--json")["summary"]["flowStatus"] == "RUNNING"
