@@ -112,7 +112,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     from dexcli import AsyncClient
     from dexcli.engine.clock import Clock
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
     from flows.job_service import FAKE_JOB_DURATION_SECONDS, FakeJobService
 
     fresh_db(Path(db))
@@ -125,7 +125,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         duration = FAKE_JOB_DURATION_SECONDS
     flow = polling.PollingFlow()
     engine = _engine(db, Clock(auto_advance=True) if time_skip else None, flows=[flow])
-    jobs = FakeJobService(Runtime(engine.store, engine.clock))
+    jobs = FakeJobService(StoreHost(engine.store, engine.clock))
     ids = [f"poll-{i}" for i in range(n)]
     if kind == "fast":
         for fid in ids:  # job properties are set before the flows start (not timed)
@@ -171,7 +171,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         "db_span_s": last_close, "cpu_s": cpu, "peak_rss_mib": peak_rss_mib(),
         "rss_before_mib": rss_before, "statuses": status, "heartbeats": hb, "stream_writes": sw,
         "heartbeat_writes_per_s": (hb + sw) / total,
-        "flush_commits": engine.stats["heartbeat_flushes"],
+        "flush_commits": engine.commits.flushes,
         "commits": engine.store.commits - commits0, "commits_per_s": (engine.store.commits - commits0) / total,
         "timeouts": timeouts, "heartbeat_timeouts": hb_timeouts,
     }
@@ -181,7 +181,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
 def virtual_timeout(db: str) -> dict[str, Any]:
     """The ten-minute MAX_JOB_WAIT scenario on virtual time: a 15-minute job, AwaitJob hits
     StartToClose at 10 min, RecordJobWaitFailure fails the flow."""
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
     from dexcli.testing import DexTestEnv
     from flows.job_service import FakeJobService
     from flows.polling import PollingFlow
@@ -189,7 +189,7 @@ def virtual_timeout(db: str) -> dict[str, Any]:
     fresh_db(Path(db))
     t_setup = time.perf_counter()
     with DexTestEnv(db) as env:
-        jobs = FakeJobService(Runtime(env.store, env.clock))
+        jobs = FakeJobService(StoreHost(env.store, env.clock))
         flow = PollingFlow(jobs)
         jobs.configure_job("slow-job", duration_seconds=15 * 60)
         t0 = time.perf_counter()
@@ -197,9 +197,10 @@ def virtual_timeout(db: str) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         row = env.store.get_flow("slow-job")
         assert row is not None
-        virtual = row["close_time"] - row["start_time"]
+        assert row.close_time is not None
+        virtual = row.close_time - row.start_time
         attempts = env.store.attempts_of("slow-job")
-    timeouts = [a["error_type"] for a in attempts if a["outcome"] == "TIMED_OUT"]
+    timeouts = [a.error_type for a in attempts if a.outcome.value == "TIMED_OUT"]
     status = getattr(result.status, "value", result.status)
     out: dict[str, Any] = {"wall_s": wall, "setup_s": t0 - t_setup, "virtual_s": virtual,
                            "speedup": virtual / wall, "status": status, "timeouts": timeouts}
@@ -256,14 +257,14 @@ def make_big_db(db: str, n: int) -> dict[str, Any]:
 def recovery_holder(db: str, n: int, ready_file: str) -> None:
     """Start n PollingFlows with hour-long jobs and run them until killed (SIGKILL)."""
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
     from flows.job_service import FakeJobService
     from flows.polling import PollingFlow
 
     fresh_db(Path(db))
     flow = PollingFlow()
     engine = _engine(db, flows=[flow])
-    jobs = FakeJobService(Runtime(engine.store, engine.clock))
+    jobs = FakeJobService(StoreHost(engine.store, engine.clock))
     for i in range(n):
         jobs.configure_job(f"rec-{i}", duration_seconds=3600)
         engine.start_flow(flow, f"rec-{i}", flow_ref="name:polling")

@@ -13,8 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dexcli.engine.clock import Clock, run as run_on_clock
+from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
+from dexcli.engine.runner import Runner
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, ValueMappingError
 from dexcli.sdk.flow import Flow
@@ -28,8 +29,8 @@ from dexcli.sdk.results import (
     StepCompletion,
     StopFlowOptions,
 )
-from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage
-from dexcli.store import Store
+from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
+from dexcli.store import FlowRecord, Store, StreamRecord
 
 
 def _dt(t: float) -> datetime:
@@ -54,26 +55,32 @@ class _Base:
         return self.engine.store
 
     # --- reads shared by both clients -----------------------------------------------------
-    def _flow_row(self, flow_id: str) -> dict[str, Any]:
-        row = self.store.get_flow(flow_id)
-        if row is None:
+    def _flow(self, flow_id: str) -> FlowRecord:
+        flow = self.store.get_flow(flow_id)
+        if flow is None:
             raise FlowNotFoundError(f"no flow with id {flow_id!r}")
-        return row
+        return flow
 
     def result(self, flow_id: str) -> FlowResult:
-        row = self._flow_row(flow_id)
+        flow = self._flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
-                            for c in json.loads(row["completions"]))
+                            for c in json.loads(flow.completions))
         return FlowResult(
-            status=FlowStatus(row["status"]), completions=completions,
-            error_type=FlowErrorType(row["error_type"]) if row["error_type"] else None,
-            error_message=row["error_message"],
+            status=FlowStatus[flow.status.name], completions=completions,
+            error_type=FlowErrorType(flow.error_type) if flow.error_type else None,
+            error_message=flow.error_message,
         )
 
+    def _final(self, flow_id: str) -> FlowResult:
+        result = self.result(flow_id)
+        if not result.is_terminal:
+            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
+        return result
+
     def describe_flow(self, flow_id: str) -> FlowInfo:
-        row = self._flow_row(flow_id)
-        return FlowInfo(row["flow_id"], row["run_id"], row["flow_type"], FlowStatus(row["status"]),
-                        _dt(row["start_time"]))
+        flow = self._flow(flow_id)
+        return FlowInfo(flow.flow_id, flow.run_id, flow.flow_type, FlowStatus[flow.status.name],
+                        _dt(flow.start_time))
 
     def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,
                    options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
@@ -93,11 +100,11 @@ class _Base:
         rows = self.store.stream_messages(flow_id, stream.name, limit=page_size + 1, newest_first=True,
                                           before_id=before)
         msgs = tuple(self._message(r, stream) for r in rows[:page_size])
-        token = str(rows[page_size - 1]["id"]) if len(rows) > page_size else ""
+        token = str(rows[page_size - 1].id) if len(rows) > page_size else ""
         return StreamMessagesPage(msgs, token)
 
-    def _message(self, r: dict[str, Any], stream: Stream[Any]) -> StreamMessage[Any]:
-        return StreamMessage(decode(r["value"], stream.value_type), str(r["id"]), _dt(r["created_time"]), r["source"])
+    def _message(self, r: StreamRecord, stream: Stream[Any]) -> StreamMessage[Any]:
+        return StreamMessage(decode(r.value, stream.value_type), str(r.id), _dt(r.created_time), r.source)
 
     def _next_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> StreamMessage[Any] | None:
         after = int(resume_token) if resume_token else 0
@@ -109,9 +116,9 @@ class _Base:
         if not source:
             raise ValueError("write_stream needs a non-empty source")
         text = encode(from_jsonable(json.loads(encode(value)), stream.value_type))
-        size = len(text.encode()) + len(flow_id) + len(source) + 64
-        row = self.store.get_flow(flow_id)
-        flow_type = row["flow_type"] if row else ""
+        size = message_size(text, flow_id, source)
+        flow = self.store.get_flow(flow_id)
+        flow_type = flow.flow_type if flow else ""
         if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
             raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
         with self.store.tx() as tx:
@@ -124,24 +131,12 @@ class Client(_Base):
     """Synchronous client. `wait_for_flow` runs the engine on this thread until the flow ends."""
 
     def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
-        self._flow_row(flow_id)
+        self._flow(flow_id)
         clock = self.engine.clock
-        deadline = None if timeout is None else clock.now() + timeout
-
-        def done() -> bool:
-            return self.result(flow_id).is_terminal or (deadline is not None and clock.now() >= deadline)
-
-        async def drive() -> None:
-            if deadline is not None:
-                asyncio.get_running_loop().call_at(deadline, lambda: self.engine._poke())
-            await self.engine.run([flow_id], until_idle=False, stop=done)
-
-        if not done():
-            run_on_clock(drive, clock)
-        result = self.result(flow_id)
-        if not result.is_terminal:
-            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
-        return result
+        runner = Runner(self.engine)
+        runner.drive([flow_id], until=runner.closed(flow_id),
+                     deadline=None if timeout is None else clock.now() + timeout)
+        return self._final(flow_id)
 
     def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
                     timeout: float | None = None) -> StreamMessage[Any]:
@@ -176,21 +171,12 @@ class AsyncClient(_Base):
         return super().write_stream(flow_id, stream, source, value)
 
     async def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
-        self._flow_row(flow_id)
+        self._flow(flow_id)
         clock = self.engine.clock
-        deadline = None if timeout is None else clock.now() + timeout
-
-        def done() -> bool:
-            return self.result(flow_id).is_terminal or (deadline is not None and clock.now() >= deadline)
-
-        if deadline is not None:
-            asyncio.get_running_loop().call_at(deadline, lambda: self.engine._poke())
-        if not done():
-            await self.engine.run([flow_id], until_idle=False, stop=done)
-        result = self.result(flow_id)
-        if not result.is_terminal:
-            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
-        return result
+        runner = Runner(self.engine)
+        await runner.drive_async([flow_id], until=runner.closed(flow_id),
+                                 deadline=None if timeout is None else clock.now() + timeout)
+        return self._final(flow_id)
 
     async def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
                           timeout: float | None = None) -> StreamMessage[Any]:

@@ -13,14 +13,16 @@ wait takes milliseconds. `env.inspect(flow_id)` gives the same data as `dex insp
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from dexcli.client import Client
-from dexcli.engine.clock import Clock, run as run_on_clock
+from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.faults import Faults
+from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
@@ -59,9 +61,7 @@ class DexTestEnv:
 
         `until` is checked on every change and at least every `poll` virtual seconds.
         """
-        async def go() -> None:
-            await self.engine.run(flow_ids, until_idle=until is None, stop=until, stop_poll=poll)
-        run_on_clock(go, self.clock)
+        Runner(self.engine).drive(flow_ids, until=until, until_idle=until is None, poll=poll)
 
     def result(self, flow_id: str) -> FlowResult:
         return self.client.result(flow_id)
@@ -70,9 +70,7 @@ class DexTestEnv:
         return inspect_flow(self.store, flow_id, self.clock.now())
 
     def stream_values(self, flow_id: str, stream: str | None = None) -> list[Any]:
-        import json
-
-        return [json.loads(m["value"]) for m in self.store.stream_messages(flow_id, stream, limit=10**6)]
+        return [json.loads(m.value) for m in self.store.stream_messages(flow_id, stream, limit=10**6)]
 
     def close(self) -> None:
         self.store.close()

@@ -22,11 +22,12 @@ from rich.live import Live
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
 from dexcli.engine.clock import Clock, run as run_on_clock
 from dexcli.engine.process import tune_gc
-from dexcli.engine.core import Engine, Event
+from dexcli.engine.core import Engine
+from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
 from dexcli.engine.views import inspect_flow
 from dexcli.loader import load_ref
-from dexcli.sdk.errors import StoreError
+from dexcli.store import StoreError
 from dexcli.sdk.registry import Registry
 from dexcli.store import Store
 
@@ -154,7 +155,7 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
         if errors:  # an outcome could not be recorded: nothing more will happen here
             return True
         row = store.get_flow(flow_id)
-        return row is None or row["status"] != "RUNNING"
+        return row is None or not row.is_running
 
     async def main() -> None:
         if crash_after is not None:
@@ -196,7 +197,7 @@ def watch_flow(console: Console, db: Path, flow_id: str, *, mode: str, poll: flo
         while True:
             clock.set_offset(store.clock_offset())
             row = store.get_flow(flow_id)
-            if row is None or row["status"] != "RUNNING":
+            if row is None or not row.is_running:
                 break
             time.sleep(poll)
     except KeyboardInterrupt:
@@ -235,7 +236,7 @@ def run_worker(console: Console, db: Path, *, until_idle: bool, time_skip: bool,
     except KeyboardInterrupt:
         console.print(f"\nworker stopped; {len(closed)} flow(s) finished", highlight=False)
         return EXIT_INTERRUPTED
-    for fid, why in engine._unloadable.items():
+    for fid, why in engine.unloadable.items():
         print(f"dex: flow {fid} skipped: {why}", file=sys.stderr)
     if mode != "json":
         console.print(f"idle: {len(closed)} flow(s) finished", highlight=False)

@@ -17,6 +17,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from dexcli.sdk.errors import DexError, NotFoundError, UsageError
+from dexcli.store.errors import StoreError
 
 
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
@@ -65,7 +66,7 @@ class DexGroup(TyperGroup):
         abort = getattr(exc, "Abort", KeyboardInterrupt)  # not every vendored click has Abort
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
-        except DexError as e:  # every user mistake, from every command: one line, its exit code
+        except (DexError, StoreError) as e:  # every user mistake, from every command: one line, its exit code
             print(f"dex: error: {str(e).replace(chr(10), ' ')}", file=sys.stderr)
             sys.exit(e.exit_code)
         except (KeyboardInterrupt, abort):
@@ -231,10 +232,10 @@ def run(
 
         raise FlowAlreadyStartedError(f"flow {fid} already exists; choose another --flow-id or `dex inspect {fid}`")
     if definition.flow_type == "PollingFlow":
-        from dexcli.engine.runtime import Runtime
+        from dexcli.engine.host import StoreHost
         from flows.job_service import FakeJobService
 
-        FakeJobService(Runtime(store, clock)).configure_job(fid, duration_seconds=duration_s, fails=job_fails)
+        FakeJobService(StoreHost(store, clock)).configure_job(fid, duration_seconds=duration_s, fails=job_fails)
     client.start_flow(flow_obj, fid, start_input, flow_ref=ref)
     store.close()
     code = drive_flow(out_console(), db_path(), fid, mode=_view_mode(json_out), time_skip=time_skip,
@@ -263,7 +264,7 @@ def resume(
     row = store.get_flow(flow_id)
     if row is None:
         raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
-    if row["status"] != "RUNNING":
+    if not row.is_running:
         from dexcli.engine.views import inspect_flow
 
         snap = inspect_flow(store, flow_id, store_now(store))
@@ -272,7 +273,7 @@ def resume(
         else:
             out_console().print(final_card(snap))
             print(f"(flow {flow_id} had already ended; nothing to resume)")
-        raise typer.Exit(exit_code_for(row["status"]))
+        raise typer.Exit(exit_code_for(row.status.value))
     store.close()
     code = drive_flow(out_console(), db_path(), flow_id, mode=_view_mode(json_out), time_skip=time_skip,
                       faults=_no_faults(), err=err_console())
@@ -355,7 +356,9 @@ def list_flows(
     if status is not None and status.upper() not in STATUSES:
         raise UsageError(f"--status must be one of {', '.join(STATUSES)}")
     store = open_store(must_exist=True)
-    rows = store.list_flows(status.upper() if status else None, flow_type, limit)
+    from dexcli.store import FlowState
+
+    rows = store.list_flows(FlowState(status.upper()) if status else None, flow_type, limit)
     if json_out:
         print(json.dumps([flow_summary(r) for r in rows], indent=2))
         return
@@ -370,10 +373,10 @@ def list_flows(
     headers = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
     cells = []
     for r in rows:
-        info = r["error_message"] or ", ".join(json.dumps(c["output"]) for c in json.loads(r["completions"]))
-        cells.append((r["flow_id"], r["flow_type"], r["status"],
-                      datetime.fromtimestamp(r["start_time"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-                      format_duration((r["close_time"] or now) - r["start_time"]), info))
+        info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
+        cells.append((r.flow_id, r.flow_type, r.status.value,
+                      datetime.fromtimestamp(r.start_time, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+                      format_duration((r.close_time or now) - r.start_time), info))
     if not sys.stdout.isatty():  # scripts and pipes: aligned plain text, no Rich layout to pay for
         widths = [max(len(str(row[i])) for row in (headers, *cells)) for i in range(len(headers) - 1)]
         for row in (headers, *cells):
@@ -405,18 +408,19 @@ def flows() -> None:
 def complete_job(flow_id: Optional[str] = typer.Argument(None, help="The polling flow (default: the one running).")) -> None:
     """Finish the simulated job of a polling flow early."""
     from dexcli.cli.driver import make_clock
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
+    from dexcli.store import FlowState
     from flows.job_service import FakeJobService
 
     store = open_store(must_exist=True)
     if flow_id is None:
-        running = [r["flow_id"] for r in store.list_flows("RUNNING", "PollingFlow", 1000)]
+        running = [r.flow_id for r in store.list_flows(FlowState.RUNNING, "PollingFlow", 1000)]
         if not running:
             raise NotFoundError("no polling flow is running; name one: dex complete-job FLOW_ID")
         if len(running) > 1:
             raise UsageError(f"{len(running)} polling flows are running ({', '.join(running[:5])}); name one")
         flow_id = running[0]
-    jobs = FakeJobService(Runtime(store, make_clock(store, False)))
+    jobs = FakeJobService(StoreHost(store, make_clock(store, False)))
     try:
         jobs.complete_job(flow_id)
     except LookupError:

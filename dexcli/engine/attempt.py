@@ -1,56 +1,54 @@
 """One attempt of one step execution: its context, its deadlines, its outputs.
 
-The attempt keeps its heartbeat time in memory (the watchdog reads it) and queues its
-heartbeats and Stream messages for the engine's group commit. Once fenced — timed out,
-cancelled, lease lost or flow closed — every later heartbeat, Stream write and decision is
-refused.
+The attempt keeps its heartbeat time in memory (the watchdog reads it) and hands its
+heartbeats and Stream messages to its host (the engine) for the next group commit. Once
+fenced — timed out, cancelled, lease lost or flow closed — every later heartbeat, Stream
+write and decision is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dexcli.engine.deadlines import earliest_deadline
+from dexcli.engine.faults import Faults, InjectedError
+from dexcli.engine.transitions import AttemptKey, Leased, Outputs
 from dexcli.sdk.codec import decode, encode
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
 from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError, NotSupportedYetError
-from dexcli.sdk.registry import FlowDefinition, StepSpec
-from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream
+from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, message_size
 
-if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
 
-STREAM_MESSAGE_OVERHEAD = 64
-@dataclass
-class Outputs:
-    """Heartbeats and Stream messages waiting for the next group commit."""
+class AttemptHost(Protocol):
+    """What an attempt needs of the engine that runs it."""
 
-    last_time: float = 0.0
-    checkpoint: tuple[int, str | None] | None = None  # (has_value, json) when set or cleared
-    heartbeats: int = 0
-    streams: list[tuple[Stream[Any], str, float, int]] = field(default_factory=list)
+    faults: Faults
+
+    def now(self) -> float: ...
+
+    def outputs_for(self, run: AttemptRun) -> Outputs: ...
 
 
 class AttemptRun:
-    def __init__(self, engine: "Engine", definition: FlowDefinition, spec: StepSpec,
-                 row: dict[str, Any], now: float) -> None:
-        self.engine = engine
-        self.definition = definition
-        self.spec = spec
-        self.row = row  # the step row as claimed (attempt already incremented)
-        self.flow_id: str = row["flow_id"]
-        self.seid: str = row["step_execution_id"]
-        self.attempt: int = row["attempt"]
-        self.opts: dict[str, Any] = row.get("opts") or json.loads(row["options"])
+    def __init__(self, host: AttemptHost, leased: Leased, owner: str, now: float) -> None:
+        self.host = host
+        self.leased = leased
+        self.step = leased.step  # as leased: RUNNING, attempt already incremented
+        self.spec = leased.spec
+        self.definition = leased.definition
+        self.opts = leased.options
+        self.flow_id = self.step.flow_id
+        self.seid = self.step.step_execution_id
+        self.attempt = self.step.attempt
+        self.attempt_key = AttemptKey(self.flow_id, self.seid, self.attempt, owner)
         self.started = now
         self.last_heartbeat = now
-        self.attempt_deadline = now + self.opts["methodTimeout"]
-        self.total_deadline: float = row["total_deadline"]
+        self.attempt_deadline = now + self.opts.method_timeout
+        self.total_deadline = self.step.total_deadline
         self.fenced: str | None = None
         self.task: asyncio.Task[Any] | None = None
         self.timer: asyncio.TimerHandle | None = None  # the watchdog at the next deadline
@@ -62,8 +60,11 @@ class AttemptRun:
     def key(self) -> tuple[str, str]:
         return (self.flow_id, self.seid)
 
+    def where(self, extra: str = "") -> str:
+        return f"{self.seid} attempt {self.attempt}{extra}"
+
     def next_deadline(self) -> tuple[float, str]:
-        return earliest_deadline(self.attempt_deadline, self.last_heartbeat + self.opts["heartbeatTimeout"],
+        return earliest_deadline(self.attempt_deadline, self.last_heartbeat + self.opts.heartbeat_timeout,
                                  self.total_deadline)
 
     def fence(self, reason: str) -> None:
@@ -78,35 +79,31 @@ class AttemptRun:
         return self.fenced
 
     def _refuse(self, what: str) -> AttemptFencedError:
-        return AttemptFencedError(
-            f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused"
-        )
+        return AttemptFencedError(f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused")
 
     # --- outputs from the handler ---------------------------------------------------------
     def heartbeat(self, value: Any = OMITTED) -> None:
         if self.ended():
             raise self._refuse("heartbeat")
-        now = self.engine.clock.now()
+        now = self.host.now()
         self.last_heartbeat = now
-        out = self.engine.outputs_for(self)
+        out = self.host.outputs_for(self)
         out.last_time = now
         out.heartbeats += 1
-        out.checkpoint = (0, None) if value is OMITTED else (1, encode(value))
+        out.checkpoint = (False, None) if value is OMITTED else (True, encode(value))
 
     def stream_write(self, stream: Stream[Any], value: Any) -> None:
         if self.ended():
             raise self._refuse("Stream write")
         declared = self.definition.streams.get(stream.name)
         if declared is None:
-            raise ValueError(
-                f"stream {stream.name!r} is not in {self.definition.flow_type}'s PersistenceSchema"
-            )
+            raise ValueError(f"stream {stream.name!r} is not in {self.definition.flow_type}'s PersistenceSchema")
         text = encode(value)
-        now = self.engine.clock.now()
+        now = self.host.now()
         self.last_heartbeat = now  # a Stream message is an implicit heartbeat
-        out = self.engine.outputs_for(self)
+        out = self.host.outputs_for(self)
         out.last_time = now
-        size = len(text.encode()) + len(self.flow_id) + len(self.seid) + 1 + STREAM_MESSAGE_OVERHEAD
+        size = message_size(text, self.flow_id, f"#{self.seid}")
         if size > MAX_MESSAGE_BYTES:
             return  # best effort: dropped, the step does not fail
         out.streams.append((declared, text, now, size))
@@ -117,17 +114,17 @@ class _Context:
 
     def __init__(self, run: AttemptRun) -> None:
         self._run = run
-        row = run.row
+        step = run.step
         self.flow_id: str = run.flow_id
-        self.run_id: str = row["run_id"]
+        self.run_id: str = run.leased.run_id
         self.step_execution_id: str = run.seid
-        self.from_step_execution_id: str = row["from_step_execution_id"]
+        self.from_step_execution_id: str = step.from_step_execution_id
         self.attempt: int = run.attempt
-        first = row["first_attempt_at"] or run.started
+        first = step.first_attempt_at or run.started
         self.first_attempt_at = datetime.fromtimestamp(int(first), tz=timezone.utc)
-        self._has_hb = bool(row["has_heartbeat_value"])
-        self._hb = row["heartbeat_value"]
-        rec = row["recovery_error"]
+        self._has_hb = step.has_heartbeat_value
+        self._hb = step.heartbeat_value
+        rec = step.recovery_error
         self._recovery = None if rec is None else RecoveryErrorInfo(**json.loads(rec))
 
     @property
@@ -138,7 +135,7 @@ class _Context:
         return self._has_hb
 
     def get_last_heartbeat_value(self, value_type: Any = Any) -> Any:
-        return decode(self._hb, value_type) if self._has_hb else None
+        return decode(self._hb, value_type) if self._has_hb and self._hb is not None else None
 
     def is_cancellation_requested(self) -> bool:
         return self._run.ended() is not None
@@ -181,30 +178,31 @@ def _advance(gen: Any) -> tuple[Any, Any]:
         return (_DONE, stop.value)
 
 
+async def _inline(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
 async def invoke(run: AttemptRun, value: Any) -> Any:
     """Run the handler in its form and return what it returned."""
     spec = run.spec
-    loop = asyncio.get_running_loop()
-    faults = run.engine.faults
+    faults = run.host.faults
     if spec.has_wait_for:
-        raise NotSupportedYetError(
-            f"{spec.step_type} defines wait_for; WaitFor is defined but dex does not run it yet"
-        )
+        raise NotSupportedYetError(f"{spec.step_type} defines wait_for; WaitFor is defined but dex does not run it yet")
     if faults.should_fail(spec.step_type, run.attempt):
-        from dexcli.engine.faults import InjectedError
-
         raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
     if faults.should_stall(spec.step_type, run.attempt):
         await asyncio.Event().wait()  # a stuck worker: no heartbeat, no progress
     if spec.handler_kind == "async":
         return await spec.instance.execute(AsyncStepContext(run), value)
-    run_in_thread = getattr(loop, "run_in_thread", None)
-    if run_in_thread is None:  # a plain asyncio loop: run inline
-        async def run_in_thread(fn: Any, *args: Any) -> Any:
-            return fn(*args)
+    # a plain asyncio loop (no handler threads): run inline
+    run_in_thread = getattr(asyncio.get_running_loop(), "run_in_thread", _inline)
     if spec.handler_kind == "sync":
         return await run_in_thread(spec.instance.execute, SyncContext(run), value)
-    gen = spec.instance.execute(SyncContext(run), value)
+    return await _drive_generator(run, spec.instance.execute(SyncContext(run), value), run_in_thread)
+
+
+async def _drive_generator(run: AttemptRun, gen: Any, run_in_thread: Any) -> Any:
+    """A sync generator handler: each step of it in a thread; its frames applied here."""
     try:
         while True:
             done, frame = await run_in_thread(_advance, gen)
@@ -212,9 +210,8 @@ async def invoke(run: AttemptRun, value: Any) -> Any:
                 return frame
             if not isinstance(frame, StepOutput):
                 raise InvalidStepResultError(
-                    f"{spec.step_type} yielded {type(frame).__name__}; a generator step yields "
-                    "heartbeat(...) or stream.write(context, ...) frames and returns its decision"
-                )
+                    f"{run.spec.step_type} yielded {type(frame).__name__}; a generator step yields "
+                    "heartbeat(...) or stream.write(context, ...) frames and returns its decision")
             if frame.kind == "heartbeat":
                 run.heartbeat(frame.value)
             else:

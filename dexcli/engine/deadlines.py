@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import socket
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dexcli.sdk.options import ResolvedOptions
 
 
 def iso(t: float | None) -> str | None:
@@ -35,12 +38,12 @@ def owner_alive(owner: str | None) -> bool | None:
     return True
 
 
-def timeout_detail(kind: str, opts: dict[str, Any]) -> str:
+def timeout_detail(kind: str, opts: ResolvedOptions) -> str:
     if kind == "StartToClose":
-        return f"ExecuteMethodTimeout of {opts['methodTimeout']:g} s expired"
+        return f"ExecuteMethodTimeout of {opts.method_timeout:g} s expired"
     if kind == "Heartbeat":
-        return f"no heartbeat or Stream message within HeartbeatTimeout of {opts['heartbeatTimeout']:g} s"
-    return f"TotalDuration of {opts['totalDuration']:g} s expired"
+        return f"no heartbeat or Stream message within HeartbeatTimeout of {opts.heartbeat_timeout:g} s"
+    return f"TotalDuration of {opts.total_duration:g} s expired"
 
 
 TIE_SECONDS = 1.0  # Dex limits have whole-second precision

@@ -14,83 +14,108 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from dexcli.store import Store
+from dexcli.store import AttemptOutcome as Outcome
+from dexcli.store import AttemptRecord, FlowRecord, StepRecord, StepState, Store
 
-OPEN = ("QUEUED", "RUNNING", "BACKOFF")
+Event = tuple[str, dict[str, Any]]  # (type, payload)
 
 
-def check_flow(store: Store, flow: dict[str, Any]) -> list[str]:
-    fid = flow["flow_id"]
-    problems: list[str] = []
+def check_flow(store: Store, flow: FlowRecord) -> list[str]:
+    fid = flow.flow_id
     steps = store.steps_of(fid)
-    attempts: dict[str, list[dict[str, Any]]] = {}
+    attempts: dict[str, list[AttemptRecord]] = {}
     for a in store.attempts_of(fid):
-        attempts.setdefault(a["step_execution_id"], []).append(a)
-    history = [dict(e, payload=json.loads(e["payload"])) for e in store.history_of(fid)]
-    completed_events = Counter(e["payload"]["stepExecutionId"] for e in history if e["type"] == "StepExecuteCompleted")
-    failed_events = Counter(e["payload"]["stepExecutionId"] for e in history if e["type"] == "StepExecuteFailed")
-    created: set[str] = set()
-    for e in history:
-        p = e["payload"]
-        if e["type"] == "FlowStarted":
-            created.add(p.get("startStepExecutionId", ""))
-        elif e["type"] == "StepExecuteCompleted":
-            created.update(n["stepExecutionId"] for n in p["decision"].get("next", []))
-        elif e["type"] == "StepExecuteFailed" and p.get("recoveryStepExecutionId"):
-            created.add(p["recoveryStepExecutionId"])
+        attempts.setdefault(a.step_execution_id, []).append(a)
+    history = [(e.type, json.loads(e.payload)) for e in store.history_of(fid)]
+    counts = _Counts(Counter(p["stepExecutionId"] for t, p in history if t == "StepExecuteCompleted"),
+                     Counter(p["stepExecutionId"] for t, p in history if t == "StepExecuteFailed"), _created(history))
+    problems: list[str] = []
     for s in steps:
-        seid = s["step_execution_id"]
-        where = f"{fid} {seid}"
-        atts = sorted(attempts.get(seid, []), key=lambda a: a["attempt"])
-        nums = [a["attempt"] for a in atts]
-        if nums != list(range(1, len(nums) + 1)):
-            problems.append(f"{where}: attempts are numbered {nums}, not 1..{len(nums)}")
-        if s["attempt"] != len(nums):
-            problems.append(f"{where}: step says attempt {s['attempt']} but {len(nums)} attempt records exist")
-        running = [a["attempt"] for a in atts if a["outcome"] == "RUNNING"]
-        if s["status"] == "RUNNING":
-            if running != ([nums[-1]] if nums else []) or not running:
-                problems.append(f"{where}: step is RUNNING but its running attempts are {running}")
-        elif running:
-            problems.append(f"{where}: step is {s['status']} but attempts {running} are still RUNNING")
-        done = [a["attempt"] for a in atts if a["outcome"] == "COMPLETED"]
-        if s["status"] == "COMPLETED" and (len(done) != 1 or done[0] != nums[-1]):
-            problems.append(f"{where}: COMPLETED step has completed attempts {done} of {nums}")
-        if s["status"] != "COMPLETED" and done:
-            problems.append(f"{where}: {s['status']} step has a COMPLETED attempt {done}")
-        if s["status"] == "BACKOFF" and atts and atts[-1]["outcome"] not in ("FAILED", "TIMED_OUT", "LOST"):
-            problems.append(f"{where}: BACKOFF step's last attempt is {atts[-1]['outcome']}")
-        if completed_events[seid] > 1:
-            problems.append(f"{where}: decision applied {completed_events[seid]} times")
-        if (s["status"] == "COMPLETED") != (completed_events[seid] == 1):
-            problems.append(f"{where}: status {s['status']} but {completed_events[seid]} StepExecuteCompleted events")
-        if (s["status"] == "FAILED") != (failed_events[seid] == 1):
-            problems.append(f"{where}: status {s['status']} but {failed_events[seid]} StepExecuteFailed events")
-        if seid not in created:
-            problems.append(f"{where}: no recorded decision or failure created this step execution")
-    closes = [e for e in history if e["type"] == "FlowClosed"]
-    open_steps = [s["step_execution_id"] for s in steps if s["status"] in OPEN]
-    if flow["status"] == "RUNNING":
-        if closes:
-            problems.append(f"{fid}: RUNNING but history has FlowClosed")
-        dead_ends = all(json.loads(s["decision"] or "{}").get("kind") == "deadEnd"
-                        for s in steps if s["status"] == "COMPLETED" and not _moved(s))
-        if not open_steps and not (steps and dead_ends and not flow["graceful"]):
-            problems.append(f"{fid}: RUNNING with nothing queued, running or backing off")
-    else:
-        if len(closes) != 1:
-            problems.append(f"{fid}: {flow['status']} but {len(closes)} FlowClosed events")
-        elif closes[0]["payload"]["flowStatus"] != flow["status"]:
-            problems.append(f"{fid}: status {flow['status']} but FlowClosed says {closes[0]['payload']['flowStatus']}")
-        if open_steps:
-            problems.append(f"{fid}: {flow['status']} but steps are still open: {', '.join(open_steps)}")
+        problems += _check_step(f"{fid} {s.step_execution_id}", s,
+                                sorted(attempts.get(s.step_execution_id, []), key=lambda a: a.attempt), counts)
+    return problems + _check_closing(flow, steps, history)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    completed: Counter[str]  # StepExecuteCompleted events per step execution
+    failed: Counter[str]  # StepExecuteFailed events per step execution
+    created: set[str]  # step executions a start, decision or failure created
+
+
+def _created(history: list[Event]) -> set[str]:
+    """The step executions a start, a decision or a failure created."""
+    created: set[str] = set()
+    for type_, p in history:
+        if type_ == "FlowStarted":
+            created.add(p.get("startStepExecutionId", ""))
+        elif type_ == "StepExecuteCompleted":
+            created.update(n["stepExecutionId"] for n in p["decision"].get("next", []))
+        elif type_ == "StepExecuteFailed" and p.get("recoveryStepExecutionId"):
+            created.add(p["recoveryStepExecutionId"])
+    return created
+
+
+def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _Counts) -> list[str]:
+    problems: list[str] = []
+    seid, status = s.step_execution_id, s.status.value
+    nums = [a.attempt for a in atts]
+    if nums != list(range(1, len(nums) + 1)):
+        problems.append(f"{where}: attempts are numbered {nums}, not 1..{len(nums)}")
+    if s.attempt != len(nums):
+        problems.append(f"{where}: step says attempt {s.attempt} but {len(nums)} attempt records exist")
+    running = [a.attempt for a in atts if a.outcome is Outcome.RUNNING]
+    if s.status is StepState.RUNNING:
+        if running != ([nums[-1]] if nums else []) or not running:
+            problems.append(f"{where}: step is RUNNING but its running attempts are {running}")
+    elif running:
+        problems.append(f"{where}: step is {status} but attempts {running} are still RUNNING")
+    done = [a.attempt for a in atts if a.outcome is Outcome.COMPLETED]
+    if s.status is StepState.COMPLETED and (len(done) != 1 or done[0] != nums[-1]):
+        problems.append(f"{where}: COMPLETED step has completed attempts {done} of {nums}")
+    if s.status is not StepState.COMPLETED and done:
+        problems.append(f"{where}: {status} step has a COMPLETED attempt {done}")
+    if s.status is StepState.BACKOFF and atts and \
+            atts[-1].outcome not in (Outcome.FAILED, Outcome.TIMED_OUT, Outcome.LOST):
+        problems.append(f"{where}: BACKOFF step's last attempt is {atts[-1].outcome.value}")
+    completed, failed = counts.completed[seid], counts.failed[seid]
+    if completed > 1:
+        problems.append(f"{where}: decision applied {completed} times")
+    if (s.status is StepState.COMPLETED) != (completed == 1):
+        problems.append(f"{where}: status {status} but {completed} StepExecuteCompleted events")
+    if (s.status is StepState.FAILED) != (failed == 1):
+        problems.append(f"{where}: status {status} but {failed} StepExecuteFailed events")
+    if seid not in counts.created:
+        problems.append(f"{where}: no recorded decision or failure created this step execution")
     return problems
 
 
-def _moved(step: dict[str, Any]) -> bool:
-    return json.loads(step["decision"] or "{}").get("kind") == "goTo"
+def _check_closing(flow: FlowRecord, steps: list[StepRecord], history: list[Event]) -> list[str]:
+    fid, status = flow.flow_id, flow.status.value
+    problems: list[str] = []
+    closes = [p for t, p in history if t == "FlowClosed"]
+    open_steps = [s.step_execution_id for s in steps if s.status.is_open]
+    if flow.is_running:
+        if closes:
+            problems.append(f"{fid}: RUNNING but history has FlowClosed")
+        dead_ends = all(_kind(s) == "deadEnd" for s in steps if s.status is StepState.COMPLETED and _kind(s) != "goTo")
+        if not open_steps and not (steps and dead_ends and not flow.graceful):
+            problems.append(f"{fid}: RUNNING with nothing queued, running or backing off")
+        return problems
+    if len(closes) != 1:
+        problems.append(f"{fid}: {status} but {len(closes)} FlowClosed events")
+    elif closes[0]["flowStatus"] != status:
+        problems.append(f"{fid}: status {status} but FlowClosed says {closes[0]['flowStatus']}")
+    if open_steps:
+        problems.append(f"{fid}: {status} but steps are still open: {', '.join(open_steps)}")
+    return problems
+
+
+def _kind(step: StepRecord) -> Any:
+    return json.loads(step.decision or "{}").get("kind")
 
 
 def check(store: Store, flow_id: str | None = None) -> tuple[list[str], int]:

@@ -11,62 +11,62 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive
-from dexcli.sdk.errors import NotFoundError
-from dexcli.store import Store
+from dexcli.sdk.errors import FlowNotFoundError
+from dexcli.store import AttemptRecord, FlowRecord, HistoryRecord, StepRecord, StepState, Store, StreamRecord
 
 
 def _j(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def flow_summary(row: dict[str, Any]) -> dict[str, Any]:
+def flow_summary(flow: FlowRecord) -> dict[str, Any]:
     return {
-        "flowId": row["flow_id"],
-        "runId": row["run_id"],
-        "flowType": row["flow_type"],
-        "flowStatus": row["status"],
-        "startTime": iso(row["start_time"]),
-        "closeTime": iso(row["close_time"]),
-        "errorType": row["error_type"],
-        "errorMessage": row["error_message"],
-        "completions": _j(row["completions"]) or [],
+        "flowId": flow.flow_id,
+        "runId": flow.run_id,
+        "flowType": flow.flow_type,
+        "flowStatus": flow.status.value,
+        "startTime": iso(flow.start_time),
+        "closeTime": iso(flow.close_time),
+        "errorType": flow.error_type,
+        "errorMessage": flow.error_message,
+        "completions": _j(flow.completions) or [],
     }
 
 
-def _attempt(a: dict[str, Any]) -> dict[str, Any]:
+def _attempt(a: AttemptRecord) -> dict[str, Any]:
     return {
-        "attempt": a["attempt"],
-        "startTime": iso(a["start_time"]),
-        "endTime": iso(a["end_time"]),
-        "outcome": a["outcome"],
-        "errorType": a["error_type"],
-        "detail": a["detail"],
-        "owner": a["owner"],
-        "heartbeats": a["heartbeats"],
-        "lastHeartbeatTime": iso(a["last_heartbeat"]),
-        "streamWrites": a["stream_writes"],
+        "attempt": a.attempt,
+        "startTime": iso(a.start_time),
+        "endTime": iso(a.end_time),
+        "outcome": a.outcome.value,
+        "errorType": a.error_type,
+        "detail": a.detail,
+        "owner": a.owner,
+        "heartbeats": a.heartbeats,
+        "lastHeartbeatTime": iso(a.last_heartbeat),
+        "streamWrites": a.stream_writes,
     }
 
 
-def _step(s: dict[str, Any], attempts: list[dict[str, Any]], now: float) -> dict[str, Any]:
-    opts = json.loads(s["options"])
-    rec = _j(s["recovery_error"])
+def _step(s: StepRecord, attempts: list[AttemptRecord], now: float) -> dict[str, Any]:
+    opts = json.loads(s.options)  # the ResolvedOptions JSON shape (dexcli.sdk.options)
+    rec = _j(s.recovery_error)
     out: dict[str, Any] = {
-        "stepExecutionId": s["step_execution_id"],
-        "stepType": s["step_type"],
-        "fromStepExecutionId": s["from_step_execution_id"],
-        "status": s["status"],
-        "input": _j(s["input"]),
-        "decision": _j(s["decision"]),
+        "stepExecutionId": s.step_execution_id,
+        "stepType": s.step_type,
+        "fromStepExecutionId": s.from_step_execution_id,
+        "status": s.status.value,
+        "input": _j(s.input),
+        "decision": _j(s.decision),
         "recoveryError": None if rec is None else {"errorType": rec["error_type"], "detail": rec["detail"]},
-        "attempt": s["attempt"],
+        "attempt": s.attempt,
         "maxAttempts": opts["maximumAttempts"],
-        "scheduledTime": iso(s["scheduled_at"]),
-        "firstAttemptTime": iso(s["first_attempt_at"]),
-        "endTime": iso(s["end_time"]),
-        "lastHeartbeatTime": iso(s["last_heartbeat_time"]),
-        "lastHeartbeatValue": _j(s["heartbeat_value"]) if s["has_heartbeat_value"] else None,
-        "hasCheckpoint": bool(s["has_heartbeat_value"]),
+        "scheduledTime": iso(s.scheduled_at),
+        "firstAttemptTime": iso(s.first_attempt_at),
+        "endTime": iso(s.end_time),
+        "lastHeartbeatTime": iso(s.last_heartbeat_time),
+        "lastHeartbeatValue": _j(s.heartbeat_value) if s.has_heartbeat_value else None,
+        "hasCheckpoint": s.has_heartbeat_value,
         "options": {
             "executeMethodTimeout": opts["methodTimeout"],
             "heartbeatTimeout": opts["heartbeatTimeout"],
@@ -79,56 +79,62 @@ def _step(s: dict[str, Any], attempts: list[dict[str, Any]], now: float) -> dict
         },
         "attempts": [_attempt(a) for a in attempts],
     }
-    if s["status"] == "RUNNING":
-        hb_dl, at_dl, tot_dl = s["heartbeat_deadline"], s["attempt_deadline"], s["total_deadline"]
-        first, kind = earliest_deadline(at_dl, hb_dl, tot_dl)
-        out["running"] = {
-            "owner": s["lease_owner"],
-            "attemptStartTime": iso(s["attempt_started_at"]),
+    if s.status is StepState.RUNNING:
+        out["running"] = _running(s, now)
+    if s.status in (StepState.BACKOFF, StepState.QUEUED):
+        out["nextAttemptTime"] = iso(s.next_attempt_at)
+        out["secondsToNextAttempt"] = round((s.next_attempt_at or now) - now, 3)
+    return out
+
+
+def _running(s: StepRecord, now: float) -> dict[str, Any]:
+    hb_dl, at_dl, tot_dl = s.heartbeat_deadline, s.attempt_deadline, s.total_deadline
+    started = s.attempt_started_at
+    assert hb_dl is not None and at_dl is not None and started is not None
+    first, kind = earliest_deadline(at_dl, hb_dl, tot_dl)
+    return {
+            "owner": s.lease_owner,
+            "attemptStartTime": iso(started),
             "heartbeatDeadline": iso(hb_dl),
             "attemptDeadline": iso(at_dl),
             "totalDeadline": iso(tot_dl),
             "nextTimeout": kind,
             "nextTimeoutTime": iso(first),
             "secondsToTimeout": round(first - now, 3),
-            "secondsSinceHeartbeat": round(now - (s["last_heartbeat_time"] or s["attempt_started_at"]), 3),
-            "secondsRunning": round(now - s["attempt_started_at"], 3),
+            "secondsSinceHeartbeat": round(now - (s.last_heartbeat_time or started), 3),
+            "secondsRunning": round(now - started, 3),
             "secondsHeartbeatLeft": round(hb_dl - now, 3),
             "secondsAttemptLeft": round(at_dl - now, 3),
             "secondsTotalLeft": round(tot_dl - now, 3),
-            "ownerAlive": owner_alive(s["lease_owner"]),
-        }
-    if s["status"] in ("BACKOFF", "QUEUED"):
-        out["nextAttemptTime"] = iso(s["next_attempt_at"])
-        out["secondsToNextAttempt"] = round((s["next_attempt_at"] or now) - now, 3)
-    return out
+            "ownerAlive": owner_alive(s.lease_owner),
+    }
 
 
-def history_event(e: dict[str, Any]) -> dict[str, Any]:
-    return {"eventId": e["event_id"], "eventTime": iso(e["event_time"]), "type": e["type"], **json.loads(e["payload"])}
+def history_event(e: HistoryRecord) -> dict[str, Any]:
+    return {"eventId": e.event_id, "eventTime": iso(e.event_time), "type": e.type, **json.loads(e.payload)}
 
 
-def stream_message(m: dict[str, Any]) -> dict[str, Any]:
-    return {"value": json.loads(m["value"]), "source": m["source"], "createdTime": iso(m["created_time"]),
-            "resumeToken": str(m["id"])}
+def stream_message(m: StreamRecord) -> dict[str, Any]:
+    return {"value": json.loads(m.value), "source": m.source, "createdTime": iso(m.created_time),
+            "resumeToken": str(m.id)}
 
 
 def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
     row = store.get_flow(flow_id)
     if row is None:
-        raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
-    by_step: dict[str, list[dict[str, Any]]] = {}
+        raise FlowNotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+    by_step: dict[str, list[AttemptRecord]] = {}
     for a in store.attempts_of(flow_id):
-        by_step.setdefault(a["step_execution_id"], []).append(a)
+        by_step.setdefault(a.step_execution_id, []).append(a)
     for v in by_step.values():
-        v.sort(key=lambda a: a["attempt"])
-    steps = [_step(s, by_step.get(s["step_execution_id"], []), now) for s in store.steps_of(flow_id)]
+        v.sort(key=lambda a: a.attempt)
+    steps = [_step(s, by_step.get(s.step_execution_id, []), now) for s in store.steps_of(flow_id)]
     streams: dict[str, list[dict[str, Any]]] = {}
     for m in store.stream_messages(flow_id, limit=100_000):
-        streams.setdefault(m["stream"], []).append(stream_message(m))
+        streams.setdefault(m.stream, []).append(stream_message(m))
     summary = flow_summary(row)
-    summary["flowRef"] = row["flow_ref"]
-    summary["input"] = _j(row["input"])
+    summary["flowRef"] = row.flow_ref
+    summary["input"] = _j(row.input)
     return {
         "summary": summary,
         "steps": steps,

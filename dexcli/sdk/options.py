@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -56,8 +58,20 @@ class RetryPolicy:
         """Seconds to wait after failed attempt `attempt` (1-based) before the next one."""
         p = self.resolved()
         assert p.initial_interval is not None and p.maximum_interval is not None
-        raw = p.initial_interval.total_seconds() * p.backoff_coefficient ** (attempt - 1)
-        return min(raw, p.maximum_interval.total_seconds())
+        return backoff_delay(p.initial_interval.total_seconds(), p.backoff_coefficient,
+                             p.maximum_interval.total_seconds(), attempt)
+
+
+def backoff_delay(initial: float, coefficient: float, maximum: float, attempt: int) -> float:
+    """The backoff rule: initial * coefficient^(attempt-1), capped at maximum."""
+    return float(min(initial * coefficient ** (attempt - 1), maximum))
+
+
+def check_heartbeat_timeout(hb: timedelta | None, where: str) -> str | None:
+    """The problem with a heartbeat timeout, if any: Dex refuses one under 10 s (0 = default)."""
+    if hb is not None and 0 < hb.total_seconds() < MIN_HEARTBEAT_TIMEOUT.total_seconds():
+        return f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under 10 s"
+    return None
 
 
 @dataclass(frozen=True)
@@ -107,3 +121,78 @@ class StepOptions:
 
     def retry_policy(self) -> RetryPolicy:
         return (self.execute_retry or RetryPolicy()).resolved()
+
+
+@dataclass(frozen=True)
+class ResolvedOptions:
+    """StepOptions with every default filled in: the limits the engine enforces on one step
+    execution, stored with it. Times are seconds. `to_json`/`from_json` are the one encoding
+    (camelCase keys, the shape `dex inspect --json` shows under "options")."""
+
+    method_timeout: float
+    heartbeat_timeout: float
+    initial_interval: float
+    backoff_coefficient: float
+    maximum_interval: float
+    maximum_attempts: int  # counts the first attempt; 0 = unlimited
+    total_duration: float
+    durability: str
+    failure_step: str | None = None  # the execute-failure route's step type
+    failure_step_options: "ResolvedOptions | None" = None
+
+    def delay_after(self, attempt: int) -> float:
+        return backoff_delay(self.initial_interval, self.backoff_coefficient, self.maximum_interval, attempt)
+
+    def attempts_left(self, attempt: int) -> bool:
+        return self.maximum_attempts == 0 or attempt < self.maximum_attempts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "methodTimeout": self.method_timeout, "heartbeatTimeout": self.heartbeat_timeout,
+            "initialInterval": self.initial_interval, "backoffCoefficient": self.backoff_coefficient,
+            "maximumInterval": self.maximum_interval, "maximumAttempts": self.maximum_attempts,
+            "totalDuration": self.total_duration, "durability": self.durability, "failureStep": self.failure_step,
+            "failureStepOptions": None if self.failure_step_options is None else self.failure_step_options.as_dict(),
+        }
+
+    def to_json(self) -> str:
+        return _to_json(self)
+
+    @staticmethod
+    def from_json(text: str) -> "ResolvedOptions":
+        return _from_json(text)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "ResolvedOptions":
+        nested = d.get("failureStepOptions")
+        return ResolvedOptions(
+            d["methodTimeout"], d["heartbeatTimeout"], d["initialInterval"], d["backoffCoefficient"],
+            d["maximumInterval"], d["maximumAttempts"], d["totalDuration"], d.get("durability", "DEFAULT"),
+            d.get("failureStep"), None if nested is None else ResolvedOptions.from_dict(nested))
+
+
+@functools.lru_cache(maxsize=1024)
+def _to_json(opts: ResolvedOptions) -> str:
+    return json.dumps(opts.as_dict())
+
+
+@functools.lru_cache(maxsize=1024)
+def _from_json(text: str) -> ResolvedOptions:
+    return ResolvedOptions.from_dict(json.loads(text))
+
+
+def resolve_options(opts: StepOptions, where: str, failure_step: str | None = None,
+                    failure_options: ResolvedOptions | None = None) -> ResolvedOptions:
+    """Fill in Dex's defaults. The caller has resolved the execute-failure step to its type
+    (and its options, when given). Raises ValueError for a heartbeat timeout under 10 s."""
+    problem = check_heartbeat_timeout(opts.heartbeat_timeout, where)
+    if problem is not None:
+        raise ValueError(problem)
+    p = opts.retry_policy()
+    assert p.initial_interval and p.maximum_interval and p.total_duration
+    return ResolvedOptions(
+        method_timeout=opts.method_timeout_seconds(), heartbeat_timeout=opts.heartbeat_timeout_seconds(),
+        initial_interval=p.initial_interval.total_seconds(), backoff_coefficient=p.backoff_coefficient,
+        maximum_interval=p.maximum_interval.total_seconds(), maximum_attempts=p.maximum_attempts,
+        total_duration=p.total_duration.total_seconds(), durability=opts.execute_durability.value,
+        failure_step=failure_step, failure_step_options=failure_options)

@@ -11,6 +11,12 @@ from dexcli.sdk.context import StepOutput
 T = TypeVar("T")
 
 MAX_MESSAGE_BYTES = 100 * 1024
+MESSAGE_OVERHEAD_BYTES = 64  # what a message costs beyond its value, flow id and source
+
+
+def message_size(value_json: str, flow_id: str, source: str) -> int:
+    """The bytes a message counts against MAX_MESSAGE_BYTES and its stream's capacity."""
+    return len(value_json.encode()) + len(flow_id) + len(source) + MESSAGE_OVERHEAD_BYTES
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,23 @@
-"""The only package that imports sqlite3."""
+"""The only package that imports sqlite3. It imports nothing else of dexcli."""
 
-from dexcli.store.sqlite import SCHEMA_VERSION, Store, Tx
+from dexcli.store.connection import SCHEMA_VERSION
+from dexcli.store.errors import StoreError
+from dexcli.store.records import (
+    AttemptOutcome,
+    AttemptRecord,
+    FlowRecord,
+    FlowState,
+    HistoryRecord,
+    Runnable,
+    Schedule,
+    StepRecord,
+    StepState,
+    StreamRecord,
+)
+from dexcli.store.store import Store
+from dexcli.store.tx import Tx
 
-__all__ = ["SCHEMA_VERSION", "Store", "Tx"]
+__all__ = [
+    "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState", "HistoryRecord", "Runnable",
+    "Schedule", "Store", "StoreError", "StepRecord", "StepState", "StreamRecord", "Tx",
+]

@@ -59,7 +59,7 @@ def start_flow(db: Path, name: str, flow_id: str, input: Any = None, job_duratio
     from dexcli.cli.driver import make_clock
     from dexcli.client import Client
     from dexcli.engine.core import Engine
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
     from dexcli.loader import load_flow
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
@@ -71,7 +71,7 @@ def start_flow(db: Path, name: str, flow_id: str, input: Any = None, job_duratio
         engine = Engine(store, clock, Registry())
         flow, ref = load_flow(name)
         if name == "polling":
-            FakeJobService(Runtime(store, clock)).configure_job(flow_id, duration_seconds=job_duration)
+            FakeJobService(StoreHost(store, clock)).configure_job(flow_id, duration_seconds=job_duration)
         Client(engine=engine).start_flow(flow, flow_id, input, flow_ref=ref)
     finally:
         store.close()

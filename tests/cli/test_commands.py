@@ -125,7 +125,7 @@ def test_stop(cli, db, kind, status, error_type):
 def test_complete_job_of_the_one_running_polling_flow(cli, db):
     start_flow(db, "polling", "cj", job_duration=3600)
     # StartJob must have run for the job to exist (the engine checks `stop` after each transition)
-    drive_until(db, "cj", lambda store: any(s["step_type"] == "AwaitJob" for s in store.steps_of("cj")))
+    drive_until(db, "cj", lambda store: any(s.step_type == "AwaitJob" for s in store.steps_of("cj")))
     assert cli.json("inspect", "cj", "--json")["summary"]["flowStatus"] == "RUNNING"
     res = cli.ok("complete-job")
     assert "job cj completed: SUCCEEDED" in res.stdout

@@ -236,7 +236,7 @@ def test_db_option_is_accepted_after_the_command(cli, tmp_path):
 def test_an_outcome_that_cannot_be_recorded_ends_the_run_with_one_line(cli, monkeypatch):
     """A database error while committing a step's outcome (here: the history insert) leaves the
     flow RUNNING; `dex run` says so in one line instead of waiting forever."""
-    from dexcli.store.sqlite import Tx
+    from dexcli.store import Tx
 
     original = Tx.add_event
 

@@ -34,7 +34,7 @@ def env(tmp_path):
 def running(env):
     """A polling flow whose AwaitJob attempt is running: QUEUED and RUNNING written, a heartbeat sent."""
     env.start(PollingFlow(), flow_id="demo")
-    env.drive(until=lambda: any(a["heartbeats"] for a in env.store.attempts_of("demo")))
+    env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("demo")))
     snap = env.inspect("demo")
     assert snap["summary"]["flowStatus"] == "RUNNING"
     return snap
@@ -91,10 +91,10 @@ def test_final_card_completed(completed):
 
 def test_final_card_failed(env):
     env.start(PollingFlow(), flow_id="slow")
-    from dexcli.engine.runtime import Runtime
+    from dexcli.engine.host import StoreHost
     from flows.job_service import FakeJobService
 
-    FakeJobService(Runtime(env.store, env.clock)).configure_job("slow", duration_seconds=900)
+    FakeJobService(StoreHost(env.store, env.clock)).configure_job("slow", duration_seconds=900)
     env.drive()
     snap = env.inspect("slow")
     text = render(final_card(snap))
@@ -135,7 +135,7 @@ def test_line_differ_prints_each_thing_once(env):
 
     def until() -> bool:  # called after each transition: diff what it committed
         seen.extend(differ.lines(env.inspect("demo")))
-        return env.store.get_flow("demo")["status"] != "RUNNING"
+        return not env.store.get_flow("demo").is_running
 
     env.drive(until=until)
     seen.extend(differ.lines(env.inspect("demo")))

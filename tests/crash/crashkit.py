@@ -8,6 +8,8 @@ each test then waits for its own trial: the subprocess work overlaps, the assert
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import os
 import re
@@ -141,13 +143,19 @@ class Snap:
         return json.loads(s["heartbeat_value"])
 
 
+def plain(record: Any) -> dict[str, Any]:
+    """A store record as a plain dict (enums as their stored values), for comparing runs."""
+    return {k: v.value if isinstance(v, enum.Enum) else v for k, v in dataclasses.asdict(record).items()}
+
+
 def snapshot(db: Path, flow_id: str, *, doctor: bool = True) -> Snap:
     with closing(Store(db)) as store:
-        flow = store.get_flow(flow_id)
-        steps = {s["step_execution_id"]: s for s in store.steps_of(flow_id)}
-        attempts = {(a["step_execution_id"], a["attempt"]): a for a in store.attempts_of(flow_id)}
-        history = [dict(e, payload=json.loads(e["payload"])) for e in store.history_of(flow_id)]
-        messages = store.stream_messages(flow_id, "JobProgress", limit=100_000)
+        record = store.get_flow(flow_id)
+        flow = None if record is None else plain(record)
+        steps = {s.step_execution_id: plain(s) for s in store.steps_of(flow_id)}
+        attempts = {(a.step_execution_id, a.attempt): plain(a) for a in store.attempts_of(flow_id)}
+        history = [dict(plain(e), payload=json.loads(e.payload)) for e in store.history_of(flow_id)]
+        messages = [plain(m) for m in store.stream_messages(flow_id, "JobProgress", limit=100_000)]
         job = store.kv_get(JOBS_NS, flow_id)
         problems = doctor_check(store, flow_id)[0] if doctor and flow is not None else []
     return Snap(flow, steps, attempts, history, messages, job, problems)

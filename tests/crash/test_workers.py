@@ -24,9 +24,9 @@ from crashkit import check_no_overlap, dex, finish, once, owner_pid, sigkill, sp
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.doctor import check as doctor_check
-from dexcli.engine.runtime import Runtime
+from dexcli.engine.host import StoreHost
 from dexcli.sdk.registry import Registry
-from dexcli.store import Store
+from dexcli.store import FlowState, StepState, Store
 from flows.job_service import FakeJobService
 from flows.polling import PollingFlow
 from flows.three_steps import ThreeStepFlow
@@ -40,7 +40,7 @@ def _engine(db: Path) -> Engine:
 
 
 def _start_sentinel(engine: Engine) -> None:
-    FakeJobService(Runtime(engine.store, engine.clock)).configure_job("sentinel", duration_seconds=4)
+    FakeJobService(StoreHost(engine.store, engine.clock)).configure_job("sentinel", duration_seconds=4)
     engine.start_flow(PollingFlow(), "sentinel", None, flow_ref="name:polling")
 
 
@@ -54,7 +54,7 @@ def _scenario(db: Path, kill: bool, seed: int = 0) -> dict[str, Any]:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             row = engine.store.read(lambda tx: tx.get_step("sentinel", "AwaitJob-1"))
-            if row is not None and row["status"] == "RUNNING" and owner_pid(row["lease_owner"]) == a.pid:
+            if row is not None and row.status is StepState.RUNNING and owner_pid(row.lease_owner) == a.pid:
                 break
             time.sleep(0.05)
     b = spawn(db, "worker", "--until-idle")
@@ -86,9 +86,9 @@ def _late_flow_for_time_skip_worker(db: Path) -> dict[str, Any]:
     engine = _engine(db)
     engine.start_flow(ThreeStepFlow(), "late", 1, flow_ref="name:three-steps")
     deadline = time.monotonic() + 4
-    while time.monotonic() < deadline and engine.store.get_flow("late")["status"] == "RUNNING":
+    while time.monotonic() < deadline and engine.store.get_flow("late").is_running:
         time.sleep(0.1)
-    status = engine.store.get_flow("late")["status"]
+    status = engine.store.get_flow("late").status.value
     engine.store.close()
     w.send_signal(signal.SIGINT)
     return {"status": status, "worker": finish(w, timeout=5)}
@@ -104,7 +104,7 @@ def _time_skip_worker_next_to_live_run(db: Path) -> dict[str, Any]:
     b = spawn(db, "worker", "--until-idle", "--time-skip")
     time.sleep(3)
     store = Store(db)
-    FakeJobService(Runtime(store, Clock(offset=store.clock_offset()))).complete_job("live")
+    FakeJobService(StoreHost(store, Clock(offset=store.clock_offset()))).complete_job("live")
     store.close()
     return {"run": finish(a, timeout=30), "worker": finish(b, timeout=30)}
 
@@ -211,10 +211,10 @@ def test_time_skip_worker_does_not_take_a_live_lease(runs):
     assert r["run"].returncode == 0 and r["worker"].returncode == 0, why
     with closing(Store(db)) as store:
         flow = store.get_flow("live")
-        attempts = [a for a in store.attempts_of("live") if a["step_execution_id"] == "AwaitJob-1"]
+        attempts = [a for a in store.attempts_of("live") if a.step_execution_id == "AwaitJob-1"]
         problems = doctor_check(store)[0]
     assert problems == [], problems
-    assert flow["status"] == "COMPLETED" and json.loads(flow["completions"])[0]["output"] == "artifact for live"
+    assert flow.status is FlowState.COMPLETED and json.loads(flow.completions)[0]["output"] == "artifact for live"
     # nobody died: the attempt the healthy `dex run` holds must not be declared lost
-    assert [(a["outcome"], owner_pid(a["owner"])) for a in attempts] == [("COMPLETED", r["run"].pid)], (
+    assert [(a.outcome.value, owner_pid(a.owner)) for a in attempts] == [("COMPLETED", r["run"].pid)], (
         f"{attempts}\n{why}")

@@ -6,7 +6,7 @@ time, and every assertion about time is about virtual timestamps relative to the
 
 import pytest
 
-from dexcli.engine.runtime import Runtime
+from dexcli.engine.host import StoreHost
 from dexcli.testing import DexTestEnv
 from flows.job_service import FakeJobService
 
@@ -20,4 +20,4 @@ def env(tmp_path):
 
 @pytest.fixture
 def jobs(env):
-    return FakeJobService(Runtime(env.store, env.clock))
+    return FakeJobService(StoreHost(env.store, env.clock))

@@ -23,7 +23,7 @@ from dexcli import (
     go_to_many,
     graceful_complete,
 )
-from dexcli.store.sqlite import Tx
+from dexcli.store import Tx
 from engine_flows import Beat, Flaky, Single, opts
 from engine_helpers import at, attempts, history, history_types, rel, step, step_ids
 from flows.three_steps import ThreeStepFlow
@@ -190,9 +190,9 @@ def test_a_flow_id_is_generated_when_none_is_given(env):
     run_a = env.client.start_flow(flow, None, 1)
     run_b = env.client.start_flow(flow, None, 1)
     flows = env.store.list_flows()
-    ids = [f["flow_id"] for f in flows]
-    assert len(set(ids)) == 2 and all(ids)
-    assert {f["run_id"] for f in flows} == {run_a, run_b}
+    ids = [f.flow_id for f in flows]
+    assert len(set(ids)) == 2 and all(i.startswith("threestep-") for i in ids)
+    assert {f.run_id for f in flows} == {run_a, run_b}
 
 
 # --- rule 13: statuses, stop_flow ---------------------------------------------------------------

@@ -7,7 +7,7 @@ complete_job) or a FakeJobService subclass that misbehaves like a real API would
 import asyncio
 
 from dexcli import FlowErrorType, FlowStatus
-from dexcli.engine.runtime import Runtime
+from dexcli.engine.host import StoreHost
 from engine_helpers import attempts, history, rel, step, step_ids
 from flows.job_service import FakeJobService, JobState, JobStatus
 from flows.polling import JOB_PROGRESS, PollingFlow
@@ -79,9 +79,9 @@ class FlakyJobs(FakeJobService):
         self.t0, self.fail_at = t0, set(fail_at)
 
     async def get_job_status(self, job_id):
-        from dexcli.engine.runtime import current_runtime
+        from dexcli.host import current_host
 
-        if round(current_runtime().clock.now() - self.t0, 3) in self.fail_at:
+        if round(current_host().now() - self.t0, 3) in self.fail_at:
             raise ConnectionError("job API unavailable")
         return await super().get_job_status(job_id)
 
@@ -130,9 +130,9 @@ class StuckJobs(FakeJobService):
         self.t0, self.stuck_at = t0, stuck_at
 
     async def get_job_status(self, job_id):
-        from dexcli.engine.runtime import current_runtime
+        from dexcli.host import current_host
 
-        if round(current_runtime().clock.now() - self.t0, 3) == self.stuck_at:
+        if round(current_host().now() - self.t0, 3) == self.stuck_at:
             try:
                 await asyncio.sleep(3600)
             except asyncio.CancelledError:  # the call timeout (10 s) does not free it
@@ -182,14 +182,14 @@ def test_a_failed_job_fails_the_flow(env, jobs):
 
 def test_starting_the_job_twice_is_a_no_op(env, jobs):
     env.run(PollingFlow(), None, "job-1")
-    rt = Runtime(env.store, env.clock)
+    rt = StoreHost(env.store, env.clock)
     before = env.store.kv_get("polling.jobs", "job-1")
     asyncio.run(FakeJobService(rt).start_job("job-1"))
     assert env.store.kv_get("polling.jobs", "job-1") == before
 
 
 def test_jobs_started_together_share_one_commit_and_each_starts_once(env):
-    rt = Runtime(env.store, env.clock)
+    rt = StoreHost(env.store, env.clock)
     service = FakeJobService(rt)
     env.clock.advance(5)
     service.configure_job("slow", duration_seconds=60)
@@ -203,8 +203,15 @@ def test_jobs_started_together_share_one_commit_and_each_starts_once(env):
     recs = {j: env.store.kv_get("polling.jobs", j) for j in ("a", "b", "slow")}
     assert {r["started_at"] for r in recs.values()} == {env.clock.now()}
     assert recs["slow"]["duration"] == 60  # the configured job kept its settings
-    assert env.store.kv_update_many([("polling.jobs", "x", lambda rec: 1 / 0),
-                                     ("polling.jobs", "y", lambda rec: {"n": 1})])[1] == {"n": 1}
+
+
+    async def failing_and_ok():  # one update that raises writes nothing; the other still commits
+        return await asyncio.gather(rt.kv_update_async("polling.jobs", "x", lambda rec: 1 / 0),
+                                    rt.kv_update_async("polling.jobs", "y", lambda rec: {"n": 1}),
+                                    return_exceptions=True)
+
+    res = asyncio.run(failing_and_ok())
+    assert isinstance(res[0], ZeroDivisionError) and res[1] == {"n": 1}
     assert env.store.kv_get("polling.jobs", "x") is None and env.store.kv_get("polling.jobs", "y") == {"n": 1}
 
 
@@ -243,7 +250,7 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
 
     from dexcli import AsyncClient
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.sdk.errors import UsageError
+    from dexcli.engine.core import InvalidFlowIdError
 
     client = AsyncClient(engine=env.engine)
     outcome: list = []
@@ -258,7 +265,7 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
     def main():
         try:
             run_on_clock(go, env.clock)
-        except UsageError as exc:
+        except InvalidFlowIdError as exc:
             outcome.append(exc)
 
     t = threading.Thread(target=main, daemon=True)

@@ -181,11 +181,12 @@ def test_many_messages_in_one_transaction_keep_the_usage_exact(env):
     store = env.store
 
     def usage():
-        row = store._one("SELECT bytes FROM stream_usage WHERE flow_type = 'T' AND stream = 'S'")
-        return row["bytes"] if row else 0
+        rows = store.read(lambda tx: tx.c.execute(
+            "SELECT bytes FROM stream_usage WHERE flow_type = 'T' AND stream = 'S'").fetchall())
+        return rows[0][0] if rows else 0
 
     def stored():
-        return [r["value"] for r in store._all("SELECT value FROM stream_messages WHERE stream = 'S' ORDER BY id")]
+        return [m.value for m in store.stream_messages("f", "S", limit=100)]
 
     with store.tx() as tx:
         for i in range(7):  # capacity 5 messages of 100 bytes: the first two are trimmed

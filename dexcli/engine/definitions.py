@@ -1,0 +1,94 @@
+"""The flow definitions this process knows, and the options each step runs under.
+
+A run started by another process names its flow by a reference (`name:polling`,
+`file:/path.py:Class`); `loader`, given by whoever builds the engine, turns one into a Flow.
+A flow that cannot be loaded is remembered as unloadable (with why) and skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError
+from dexcli.sdk.flow import Flow
+from dexcli.sdk.options import ResolvedOptions, StepOptions, resolve_options
+from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
+
+Loader = Callable[[str], Flow[Any]]
+
+
+class FlowNotRegisteredError(DexError):
+    """A run's flow type is not registered here and no loader can bring it in."""
+
+    exit_code = 2
+
+
+class Definitions:
+    def __init__(self, registry: Registry, loader: Loader | None = None) -> None:
+        self.registry = registry
+        self.loader = loader
+        self.unloadable: dict[str, str] = {}  # flow id -> why its code cannot be loaded
+        self._options: dict[tuple[str, Any], ResolvedOptions] = {}
+
+    def get(self, flow_type: str, flow_ref: str | None) -> FlowDefinition:
+        d = self.registry.get(flow_type)
+        if d is not None:
+            return d
+        if flow_ref and self.loader is not None:
+            d = self.registry.add(self.loader(flow_ref))
+            if d.flow_type != flow_type:
+                raise FlowDefinitionError(f"{flow_ref} now defines {d.flow_type}, not {flow_type}")
+            return d
+        raise FlowNotRegisteredError(f"flow type {flow_type} is not registered in this process")
+
+    def step_for(self, flow_id: str, flow_type: str, flow_ref: str | None,
+                 step_type: str) -> tuple[FlowDefinition, StepSpec] | None:
+        """The definition and step a queued step runs, or None (the flow is then unloadable)."""
+        try:
+            definition = self.get(flow_type, flow_ref)
+        except DexError as exc:
+            self.unloadable[flow_id] = str(exc)
+            return None
+        spec = definition.steps.get(step_type)
+        if spec is None:
+            self.unloadable[flow_id] = f"step {step_type} is no longer in the flow"
+            return None
+        return definition, spec
+
+    def options(self, definition: FlowDefinition, spec: StepSpec, opts: StepOptions | None = None
+                ) -> ResolvedOptions:
+        """The resolved options of `spec` (its own, or `opts` from a movement), cached per flow
+        type and StepOptions value."""
+        opts = spec.options() if opts is None else opts
+        key = (definition.flow_type, _identity(opts))
+        try:
+            hit = self._options.get(key)
+        except TypeError:  # an unhashable option value: resolve every time
+            return self._resolve(definition, spec, opts)
+        if hit is None:
+            hit = self._options[key] = self._resolve(definition, spec, opts)
+        return hit
+
+    def _resolve(self, definition: FlowDefinition, spec: StepSpec, opts: StepOptions) -> ResolvedOptions:
+        where = f"flow {definition.flow_type}, step {spec.step_type}"
+        failure, failure_opts = None, None
+        if opts.execute_failure_step is not None:
+            target = definition.resolve(opts.execute_failure_step)
+            if target is None:
+                raise InvalidStepResultError(f"{where}: the execute-failure step is not registered")
+            failure = target.step_type
+            if opts.execute_failure_step_options is not None:
+                failure_opts = self._resolve(definition, target, opts.execute_failure_step_options)
+        try:
+            return resolve_options(opts, where, failure, failure_opts)
+        except ValueError as exc:
+            raise InvalidStepResultError(str(exc)) from None
+
+
+def _identity(opts: StepOptions | None) -> Any:
+    """A cache key for StepOptions that tells execute-failure routes apart (StepOptions'
+    equality leaves them out)."""
+    if opts is None:
+        return None
+    return (opts, opts.execute_failure_step, _identity(opts.execute_failure_step_options))

@@ -1,0 +1,160 @@
+"""The engine's loop: when to look at the database, what to claim or reap, when to sleep.
+
+Each pass reads one schedule (the earliest queued step or retry; the deadlines of attempts
+other processes hold), reaps what has expired, claims what is due, and then sleeps until the
+next of those times or until something wakes it (an attempt ended, a flow started here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dexcli.engine.clock import real_pause
+from dexcli.engine.deadlines import owner_alive
+from dexcli.engine.definitions import FlowNotRegisteredError
+from dexcli.store import Schedule
+
+if TYPE_CHECKING:
+    from dexcli.engine.core import Engine
+
+REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
+CLAIM_BATCH = 500
+
+
+class Scheduler:
+    claim_batch = CLAIM_BATCH
+
+    def __init__(self, engine: Engine, owner_base: str) -> None:
+        self.engine = engine
+        self._owner_base = owner_base
+        self.owner = self._new_owner()
+        self._driving: frozenset[str] | None = None  # the flows run() drives (None: not running)
+        self._all = False  # run() drives every flow in the database (a worker)
+        self._wake: asyncio.Event | None = None
+        self._next_offset_read = 0.0  # real monotonic time of the next look at the database clock
+
+    def _new_owner(self) -> str:
+        return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def drives(self, flow_id: str) -> bool:
+        """Whether run() is driving this flow now (so this process may lease its next steps)."""
+        return self._all or (self._driving is not None and flow_id in self._driving)
+
+    def _scope(self, flow_ids: list[str] | None) -> list[str] | None:
+        """The flows to look at this pass: those asked for, less the ones whose code cannot be
+        loaded here (None: every flow)."""
+        unloadable = self.engine.unloadable
+        if flow_ids is None and not unloadable:
+            return None
+        if flow_ids is None:
+            return [f for f in self.engine.store.running_flow_ids() if f not in unloadable]
+        return [f for f in flow_ids if f not in unloadable]
+
+    async def loop(self, flow_ids: list[str] | None, until_idle: bool, stop: Callable[[], bool] | None,
+                   stop_poll: float | None) -> None:
+        engine = self.engine
+        if not engine.runs:
+            self.owner = self._new_owner()
+        self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
+        self._wake = asyncio.Event()
+        try:
+            while True:
+                ids = self._scope(flow_ids)
+                if flow_ids is not None and not ids and engine.unloadable:
+                    fid = next(iter(engine.unloadable))
+                    raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
+                sched = self._pass(ids)
+                if stop is not None and stop():
+                    break
+                if until_idle and not engine.runs and sched.due is None and not sched.foreign:
+                    break  # nothing queued, retrying or running anywhere in these flows
+                timeout = await self._timeout(sched, flow_ids is None, stop is not None, stop_poll)
+                if timeout is not None and timeout < 0:
+                    continue
+                await self._sleep(timeout)
+        finally:
+            self._all, self._driving = False, None
+
+    def _pass(self, ids: list[str] | None) -> Schedule:
+        """Read the schedule; reap and claim what is due. Returns the schedule after that."""
+        engine, clock = self.engine, self.engine.clock
+        if clock.follow_real and not clock.auto_advance and clock.real_monotonic() >= self._next_offset_read:
+            self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS  # another process's skip
+            clock.set_offset(engine.store.clock_offset())
+        now = clock.now()
+        sched = engine.store.schedule(ids, self.owner)  # one read per pass
+        if any(t is not None and t <= now for _, t in sched.foreign):
+            engine.reap(now, ids)
+            sched = engine.store.schedule(ids, self.owner)
+        if sched.due is not None and sched.due <= now:
+            engine.claim(now, ids)
+            sched = engine.store.schedule(ids, self.owner)
+        return sched
+
+    async def _timeout(self, sched: Schedule, worker: bool, has_stop: bool, stop_poll: float | None) -> float | None:
+        """How long to sleep: None for until woken; a negative value means look again now."""
+        clock = self.engine.clock
+        wake_at, live_foreign = self._next_wake(sched)
+        timeout = None if wake_at is None else max(0.0, wake_at - clock.now())
+        if clock.follow_real and not clock.auto_advance:
+            timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
+        elif clock.auto_advance and clock.follow_real and not self.engine.runs and (
+                timeout is None or live_foreign or worker):
+            # Skipping time with nothing of ours running: another live process may hold work
+            # (never jump the shared clock over its lease), or new work may be started by
+            # another process. Look again after a real pause; a busy thread keeps the clock
+            # from jumping meanwhile.
+            if timeout is None or timeout > 0:
+                await real_pause(min(REAL_POLL_SECONDS, timeout or REAL_POLL_SECONDS))
+            return -1.0
+        if has_stop and stop_poll is not None:
+            timeout = stop_poll if timeout is None else min(timeout, stop_poll)
+        return timeout
+
+    async def _sleep(self, timeout: float | None) -> None:
+        assert self._wake is not None
+        self._wake.clear()
+        if timeout is None or timeout > 0:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except (asyncio.TimeoutError, TimeoutError):
+                pass
+        else:
+            await asyncio.sleep(0)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # 3.11's wait_for swallows a cancel that lands as the wake fires: honour it
+            raise asyncio.CancelledError()
+
+    def _next_wake(self, sched: Schedule) -> tuple[float | None, bool]:
+        """When something is next due, and whether a live process holds a lease here.
+
+        A lease held by a live process is not a deadline to skip to: its owner heartbeats in
+        real time. A dead owner's deadline is (that is how a crashed attempt gets declared lost).
+        Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
+        explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
+        """
+        times = [sched.due] if sched.due is not None else []
+        live = False
+        clock = self.engine.clock
+        respect_live = clock.auto_advance and clock.follow_real and self._all
+        alive: dict[str, bool | None] = {}
+        for owner, t in sched.foreign:
+            owner = owner or ""
+            ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
+            if respect_live and not ours:
+                if owner not in alive:
+                    alive[owner] = owner_alive(owner)
+                if alive[owner]:
+                    live = True
+                    continue
+            if t is not None:
+                times.append(t)
+        return (min(times) if times else None), live

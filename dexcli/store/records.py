@@ -1,0 +1,183 @@
+"""What the store hands out: frozen records, one per table row, and the enums of their states.
+
+Field names are the column names (schema.sql). Values stay as stored: times are epoch seconds
+on the database clock, JSON columns are text (the engine and the views decode what they use).
+The enums' values are what the database holds; `dex inspect --json` shows them as they are.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+class FlowState(enum.Enum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+    TERMINATED = "TERMINATED"
+
+
+class StepState(enum.Enum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    BACKOFF = "BACKOFF"  # failed, waiting for its next attempt
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    @property
+    def is_open(self) -> bool:
+        return self in _OPEN_STEPS
+
+
+_OPEN_STEPS = frozenset({StepState.QUEUED, StepState.RUNNING, StepState.BACKOFF})
+
+
+class AttemptOutcome(enum.Enum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"  # the handler raised, or its result was invalid
+    TIMED_OUT = "TIMED_OUT"  # this process saw a deadline pass
+    LOST = "LOST"  # another process declared it lost at a deadline (its owner died)
+    CANCELED = "CANCELED"  # the flow closed while it ran
+
+
+@dataclass(frozen=True, slots=True)
+class FlowRecord:
+    flow_id: str
+    run_id: str
+    flow_type: str
+    flow_ref: str | None
+    status: FlowState
+    input: str | None
+    request_id: str | None
+    start_time: float
+    close_time: float | None
+    error_type: str | None
+    error_message: str | None
+    graceful: bool
+    completions: str  # JSON list of {"stepType", "stepExecutionId", "output"}
+
+    @property
+    def is_running(self) -> bool:
+        return self.status is FlowState.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    flow_id: str
+    step_execution_id: str
+    step_type: str
+    seq: int
+    from_step_execution_id: str
+    input: str | None
+    options: str  # ResolvedOptions JSON (dexcli.sdk.options)
+    status: StepState
+    attempt: int
+    scheduled_at: float
+    first_attempt_at: float | None
+    next_attempt_at: float | None
+    lease_owner: str | None
+    attempt_started_at: float | None
+    last_heartbeat_time: float | None
+    heartbeat_deadline: float | None
+    attempt_deadline: float | None
+    total_deadline: float
+    heartbeat_value: str | None
+    has_heartbeat_value: bool
+    recovery_error: str | None
+    decision: str | None
+    end_time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    flow_id: str
+    step_execution_id: str
+    attempt: int
+    owner: str | None
+    start_time: float
+    end_time: float | None
+    outcome: AttemptOutcome
+    error_type: str | None
+    detail: str | None
+    heartbeats: int
+    last_heartbeat: float | None
+    stream_writes: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
+    event_id: int
+    flow_id: str
+    event_time: float
+    type: str
+    payload: str  # JSON object
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRecord:
+    id: int  # the resume token
+    flow_type: str
+    stream: str
+    flow_id: str
+    source: str
+    value: str  # JSON
+    created_time: float
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Runnable:
+    """A queued or backing-off step with what a claim needs of its flow."""
+
+    step: StepRecord
+    flow_status: FlowState
+    run_id: str
+    flow_type: str
+    flow_ref: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When this process next has something to do: `due`, the first time a queued step or a
+    retry is runnable; `foreign`, the (owner, first deadline) of running attempts other
+    processes hold."""
+
+    due: float | None
+    foreign: tuple[tuple[str | None, float | None], ...]
+
+
+def columns(record: type[Any]) -> str:
+    """The SELECT list of a record, in field order."""
+    return ", ".join(f.name for f in fields(record))
+
+
+FLOW_COLUMNS = columns(FlowRecord)
+STEP_COLUMNS = columns(StepRecord)
+ATTEMPT_COLUMNS = columns(AttemptRecord)
+HISTORY_COLUMNS = columns(HistoryRecord)
+STREAM_COLUMNS = columns(StreamRecord)
+
+
+def flow_record(row: tuple[Any, ...]) -> FlowRecord:
+    return FlowRecord(*row[:4], FlowState(row[4]), *row[5:11], bool(row[11]), row[12])
+
+
+def step_record(row: tuple[Any, ...]) -> StepRecord:
+    return StepRecord(*row[:7], StepState(row[7]), *row[8:19], bool(row[19]), *row[20:23])
+
+
+def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:
+    return AttemptRecord(*row[:6], AttemptOutcome(row[6]), *row[7:12])
+
+
+def history_record(row: tuple[Any, ...]) -> HistoryRecord:
+    return HistoryRecord(*row)
+
+
+def stream_record(row: tuple[Any, ...]) -> StreamRecord:
+    return StreamRecord(*row)

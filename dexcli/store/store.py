@@ -1,0 +1,170 @@
+"""One dex database behind one class. Every state transition is one `BEGIN IMMEDIATE`
+transaction (`with store.tx() as tx:`); a crash between transactions loses nothing that was
+reported done. Reads outside a transaction take no write lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from dexcli.store.connection import open_connection, scalar
+from dexcli.store.records import (
+    ATTEMPT_COLUMNS,
+    FLOW_COLUMNS,
+    HISTORY_COLUMNS,
+    STEP_COLUMNS,
+    STREAM_COLUMNS,
+    AttemptRecord,
+    FlowRecord,
+    FlowState,
+    HistoryRecord,
+    Schedule,
+    StepRecord,
+    StreamRecord,
+    attempt_record,
+    flow_record,
+    history_record,
+    step_record,
+    stream_record,
+)
+from dexcli.store.tx import Tx
+
+T = TypeVar("T")
+
+
+class Store:
+    """One dex database. Thread-safe (one lock around the connection)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", create: bool = True) -> None:
+        self.path = str(path)
+        self.commits = 0
+        self._lock = threading.RLock()
+        self._conn = open_connection(self.path, create=create, synchronous=synchronous)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # --- transactions ---------------------------------------------------------------------
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            tx = Tx(self._conn)
+            try:
+                yield tx
+                tx.finish()
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self.commits += 1
+
+    def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run read-only statements without taking the write lock (no transaction, no commit)."""
+        with self._lock:
+            return fn(Tx(self._conn))
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            rows: list[tuple[Any, ...]] = self._conn.execute(sql, args).fetchall()
+            return rows
+
+    # --- clock ----------------------------------------------------------------------------
+    def clock_offset(self) -> float:
+        with self._lock:
+            value = scalar(self._conn, "SELECT value FROM meta WHERE key = 'clock_offset'")
+        return float(value) if value is not None else 0.0
+
+    def set_clock_offset(self, offset: float) -> None:
+        """Move the database clock's offset forward (never back)."""
+        with self.tx() as tx:
+            tx.c.execute(
+                "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value "
+                "WHERE CAST(excluded.value AS REAL) > CAST(meta.value AS REAL)", (repr(offset),))
+
+    # --- reads ----------------------------------------------------------------------------
+    def get_flow(self, flow_id: str) -> FlowRecord | None:
+        rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,))
+        return flow_record(rows[0]) if rows else None
+
+    def list_flows(self, status: FlowState | None = None, flow_type: str | None = None,
+                   limit: int = 50) -> list[FlowRecord]:
+        sql, args = f"SELECT {FLOW_COLUMNS} FROM flows WHERE 1=1", []
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(status.value)
+        if flow_type:
+            sql += " AND flow_type = ?"
+            args.append(flow_type)
+        sql += " ORDER BY start_time DESC, rowid DESC LIMIT ?"
+        return [flow_record(r) for r in self._rows(sql, (*args, limit))]
+
+    def running_flow_ids(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
+
+    def steps_of(self, flow_id: str) -> list[StepRecord]:
+        return [step_record(r) for r in
+                self._rows(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))]
+
+    def attempts_of(self, flow_id: str) -> list[AttemptRecord]:
+        return [attempt_record(r) for r in self._rows(
+            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE flow_id = ? "
+            "ORDER BY start_time, step_execution_id, attempt", (flow_id,))]
+
+    def history_of(self, flow_id: str, after_event_id: int = 0) -> list[HistoryRecord]:
+        return [history_record(r) for r in self._rows(
+            f"SELECT {HISTORY_COLUMNS} FROM history WHERE flow_id = ? AND event_id > ? ORDER BY event_id",
+            (flow_id, after_event_id))]
+
+    def stream_messages(self, flow_id: str, stream: str | None = None, after_id: int = 0,
+                        limit: int = 1000, newest_first: bool = False, before_id: int | None = None
+                        ) -> list[StreamRecord]:
+        sql = f"SELECT {STREAM_COLUMNS} FROM stream_messages WHERE flow_id = ? AND id > ?"
+        args: list[Any] = [flow_id, after_id]
+        if stream is not None:
+            sql += " AND stream = ?"
+            args.append(stream)
+        if before_id is not None:
+            sql += " AND id < ?"
+            args.append(before_id)
+        sql += f" ORDER BY id {'DESC' if newest_first else 'ASC'} LIMIT ?"
+        return [stream_record(r) for r in self._rows(sql, (*args, limit))]
+
+    def schedule(self, flow_ids: list[str] | None, owner: str) -> Schedule:
+        """In one statement: the earliest time a queued step or a retry becomes runnable, and
+        the running attempts other owners hold, each with its first deadline."""
+        if flow_ids == []:
+            return Schedule(None, ())
+        cond, args = "", []
+        if flow_ids is not None:
+            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
+        rows = self._rows(
+            "SELECT 0, NULL, MIN(next_attempt_at) FROM steps "
+            f"WHERE status IN ('QUEUED','BACKOFF'){cond} "
+            "UNION ALL SELECT 1, lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) FROM steps "
+            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}",
+            (*args, owner, *args))
+        due = next((t for k, _, t in rows if k == 0), None)
+        return Schedule(due, tuple((o, t) for k, o, t in rows if k == 1))
+
+    # --- kv: small state a flow package owns (dexcli.host) --------------------------------
+    def kv_get(self, ns: str, key: str) -> Any:
+        return self.read(lambda tx: tx.kv_get(ns, key))
+
+    def kv_put(self, ns: str, key: str, value: Any) -> None:
+        with self.tx() as tx:
+            tx.kv_put(ns, key, value)
+
+    def kv_update(self, ns: str, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Read-modify-write one value atomically; `fn` may raise to abort."""
+        with self.tx() as tx:
+            new = fn(tx.kv_get(ns, key))
+            tx.kv_put(ns, key, new)
+            return new

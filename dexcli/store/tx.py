@@ -1,0 +1,264 @@
+"""The statements of one write transaction (`with store.tx() as tx:`).
+
+Every write that acts for a running attempt is fenced: its WHERE names the lease owner, the
+attempt number and the RUNNING status, and the method returns False when the row no longer
+matches (the attempt was taken over, or the flow closed). The caller then writes nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import astuple
+from typing import Any
+
+from dexcli.store.connection import scalar
+from dexcli.store.records import (
+    FLOW_COLUMNS,
+    STEP_COLUMNS,
+    AttemptOutcome,
+    FlowRecord,
+    FlowState,
+    Runnable,
+    StepRecord,
+    flow_record,
+    step_record,
+)
+
+_OPEN = "('QUEUED','RUNNING','BACKOFF')"
+_FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
+_STEP_MARKS = ", ".join("?" for _ in STEP_COLUMNS.split(", "))
+
+
+def _in(ids: list[str]) -> str:
+    return f"({','.join('?' for _ in ids)})"
+
+
+class Tx:
+    """Statements inside one transaction. Only the store hands these out."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.c = conn
+        # Stream usage per (flow type, stream), read once and written once per transaction
+        # however many messages it appends (`finish` writes it before COMMIT).
+        self._usage: dict[tuple[str, str], int] = {}
+        self._usage_dirty: set[tuple[str, str]] | None = None  # created by the first append
+
+    def finish(self) -> None:
+        """Write what this transaction keeps in memory. The store calls it before COMMIT."""
+        for key in self._usage_dirty or ():
+            self.c.execute(
+                "INSERT INTO stream_usage (flow_type, stream, bytes) VALUES (?, ?, ?) "
+                "ON CONFLICT(flow_type, stream) DO UPDATE SET bytes = excluded.bytes",
+                (*key, self._usage[key]),
+            )
+        self._usage_dirty = None
+
+    # --- flows ----------------------------------------------------------------------------
+    def insert_flow_if_new(self, flow_id: str, run_id: str, flow_type: str, flow_ref: str | None,
+                           input: str | None, request_id: str, start_time: float) -> bool:
+        """Insert a RUNNING flow unless its id exists (then nothing is written)."""
+        cur = self.c.execute(
+            "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(flow_id) DO NOTHING",
+            (flow_id, run_id, flow_type, flow_ref, FlowState.RUNNING.value, input, request_id, start_time))
+        return bool(cur.rowcount == 1)
+
+    def get_flow(self, flow_id: str) -> FlowRecord | None:
+        row = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
+        return None if row is None else flow_record(row)
+
+    def get_flow_numbering(self, flow_id: str, step_type: str) -> tuple[FlowRecord, int, int] | None:
+        """The flow, how many steps of `step_type` it has and how many in all (one statement)."""
+        row = self.c.execute(
+            f"SELECT {FLOW_COLUMNS}, (SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id), "
+            "(SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id AND s.step_type = ?) "
+            "FROM flows WHERE flow_id = ?", (step_type, flow_id)).fetchone()
+        return None if row is None else (flow_record(row[:-2]), int(row[-1]), int(row[-2]))
+
+    def set_flow_outputs(self, flow_id: str, completions: str | None, graceful: bool) -> None:
+        """Record collected outputs (when given) and the graceful-completion request."""
+        if completions is None:
+            self.c.execute("UPDATE flows SET graceful = ? WHERE flow_id = ?", (int(graceful), flow_id))
+        else:
+            self.c.execute("UPDATE flows SET graceful = ?, completions = ? WHERE flow_id = ?",
+                           (int(graceful), completions, flow_id))
+
+    def close_flow(self, flow_id: str, status: FlowState, now: float, error_type: str | None,
+                   error_message: str | None, completions: str | None = None) -> bool:
+        """Close a running flow; `completions` are set in the same statement when given."""
+        extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
+        cur = self.c.execute(
+            f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
+            "WHERE flow_id = ? AND status = 'RUNNING'",
+            (status.value, now, error_type, error_message, *args, flow_id))
+        return bool(cur.rowcount == 1)
+
+    # --- steps ----------------------------------------------------------------------------
+    def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
+        """(n for `<StepType>-<n>`, seq in the flow)."""
+        row = self.c.execute(
+            "SELECT COUNT(*), COALESCE(SUM(step_type = ?), 0) FROM steps WHERE flow_id = ?",
+            (step_type, flow_id)).fetchone()
+        return int(row[1]) + 1, int(row[0]) + 1
+
+    def insert_step(self, step: StepRecord) -> None:
+        values = astuple(step)
+        self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
+                       (*values[:7], step.status.value, *values[8:]))
+
+    def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
+        row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
+                             (flow_id, seid)).fetchone()
+        return None if row is None else step_record(row)
+
+    def lease_step(self, step: StepRecord, owner: str, now: float, heartbeat_deadline: float,
+                   attempt_deadline: float) -> bool:
+        """Start the next attempt of a queued or backing-off step for `owner`, if the step is
+        still as `step` saw it."""
+        cur = self.c.execute(
+            "UPDATE steps SET status = 'RUNNING', attempt = ?, lease_owner = ?, attempt_started_at = ?, "
+            "first_attempt_at = COALESCE(first_attempt_at, ?), last_heartbeat_time = NULL, "
+            "heartbeat_deadline = ?, attempt_deadline = ?, next_attempt_at = NULL "
+            "WHERE flow_id = ? AND step_execution_id = ? AND status = ? AND attempt = ?",
+            (step.attempt + 1, owner, now, now, heartbeat_deadline, attempt_deadline,
+             step.flow_id, step.step_execution_id, step.status.value, step.attempt))
+        return bool(cur.rowcount == 1)
+
+    def record_heartbeat(self, flow_id: str, seid: str, owner: str, attempt: int, at: float,
+                         heartbeat_deadline: float, checkpoint: tuple[bool, str | None] | None) -> bool:
+        """A running attempt's last heartbeat (and checkpoint, when set or cleared). Fenced."""
+        if checkpoint is None:
+            sql = "UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ? WHERE " + _FENCE
+            args: tuple[Any, ...] = (at, heartbeat_deadline)
+        else:
+            sql = ("UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ?, has_heartbeat_value = ?, "
+                   "heartbeat_value = ? WHERE " + _FENCE)
+            args = (at, heartbeat_deadline, int(checkpoint[0]), checkpoint[1])
+        return bool(self.c.execute(sql, (*args, flow_id, seid, owner, attempt)).rowcount == 1)
+
+    def complete_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, decision: str,
+                      now: float) -> bool:
+        cur = self.c.execute("UPDATE steps SET status = 'COMPLETED', decision = ?, end_time = ? WHERE " + _FENCE,
+                             (decision, now, flow_id, seid, owner, attempt))
+        return bool(cur.rowcount == 1)
+
+    def backoff_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, next_at: float) -> bool:
+        cur = self.c.execute("UPDATE steps SET status = 'BACKOFF', next_attempt_at = ? WHERE " + _FENCE,
+                             (next_at, flow_id, seid, owner, attempt))
+        return bool(cur.rowcount == 1)
+
+    def fail_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, end_time: float) -> bool:
+        cur = self.c.execute("UPDATE steps SET status = 'FAILED', end_time = ? WHERE " + _FENCE,
+                             (end_time, flow_id, seid, owner, attempt))
+        return bool(cur.rowcount == 1)
+
+    def active_step_count(self, flow_id: str) -> int:
+        return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND status IN {_OPEN}",
+                          (flow_id,)))
+
+    def cancel_open_steps(self, flow_id: str, now: float) -> None:
+        self.c.execute(f"UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
+                       f"WHERE flow_id = ? AND status IN {_OPEN}", (now, flow_id))
+        self.c.execute("UPDATE attempts SET outcome = 'CANCELED', end_time = ? "
+                       "WHERE flow_id = ? AND outcome = 'RUNNING'", (now, flow_id))
+
+    def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
+        if flow_ids == []:
+            return []
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref "
+               "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+               "WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
+        args: list[Any] = [now]
+        if flow_ids is not None:
+            sql += f" AND s.flow_id IN {_in(flow_ids)}"
+            args += flow_ids
+        sql += " ORDER BY s.next_attempt_at LIMIT ?"
+        rows = self.c.execute(sql, (*args, limit)).fetchall()
+        return [Runnable(step_record(r[:-4]), FlowState(r[-4]), *r[-3:]) for r in rows]
+
+    def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None) -> list[StepRecord]:
+        """Running steps other owners hold whose first deadline has passed."""
+        if flow_ids == []:
+            return []
+        sql = (f"SELECT {STEP_COLUMNS} FROM steps WHERE status = 'RUNNING' "
+               "AND (lease_owner IS NULL OR lease_owner != ?) "
+               "AND MIN(heartbeat_deadline, attempt_deadline, total_deadline) <= ?")
+        args: list[Any] = [owner, now]
+        if flow_ids is not None:
+            sql += f" AND flow_id IN {_in(flow_ids)}"
+            args += flow_ids
+        return [step_record(r) for r in self.c.execute(sql, args).fetchall()]
+
+    # --- attempts -------------------------------------------------------------------------
+    def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float) -> None:
+        self.c.execute("INSERT INTO attempts (flow_id, step_execution_id, attempt, owner, start_time, outcome) "
+                       "VALUES (?, ?, ?, ?, ?, 'RUNNING')", (flow_id, seid, attempt, owner, start_time))
+
+    def end_attempt(self, flow_id: str, seid: str, attempt: int, end_time: float, outcome: AttemptOutcome,
+                    error_type: str | None = None, detail: str | None = None) -> None:
+        self.c.execute(
+            "UPDATE attempts SET end_time = ?, outcome = ?, error_type = ?, detail = ? "
+            "WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
+            (end_time, outcome.value, error_type, detail, flow_id, seid, attempt))
+
+    def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int,
+                              at: float) -> None:
+        self.c.execute(
+            "UPDATE attempts SET heartbeats = heartbeats + ?, stream_writes = stream_writes + ?, "
+            "last_heartbeat = ? WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
+            (heartbeats, writes, at, flow_id, seid, attempt))
+
+    # --- history --------------------------------------------------------------------------
+    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any]) -> int:
+        cur = self.c.execute("INSERT INTO history (flow_id, event_time, type, payload) VALUES (?, ?, ?, ?)",
+                             (flow_id, now, type_, json.dumps(payload, separators=(",", ":"))))
+        return int(cur.lastrowid or 0)
+
+    # --- streams --------------------------------------------------------------------------
+    def append_stream(self, flow_type: str, stream: str, flow_id: str, source: str, value: str,
+                      now: float, size: int, capacity: int) -> int | None:
+        """Insert one message, trimming the oldest of this flow type's stream to make room.
+
+        Returns the resume token, or None when the message can never fit.
+        """
+        if size > capacity:
+            return None
+        key = (flow_type, stream)
+        used = self._usage.get(key)
+        if used is None:
+            used = scalar(self.c, "SELECT bytes FROM stream_usage WHERE flow_type = ? AND stream = ?", key) or 0
+        if used + size > capacity:
+            used -= self._trim(flow_type, stream, used + size - capacity)
+        cur = self.c.execute(
+            "INSERT INTO stream_messages (flow_type, stream, flow_id, source, value, created_time, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (flow_type, stream, flow_id, source, value, now, size))
+        self._usage[key] = used + size
+        if self._usage_dirty is None:
+            self._usage_dirty = set()
+        self._usage_dirty.add(key)
+        return int(cur.lastrowid or 0)
+
+    def _trim(self, flow_type: str, stream: str, need: int) -> int:
+        """Delete the oldest messages of a stream until `need` bytes are free; returns the bytes freed."""
+        freed = 0
+        victims: list[int] = []
+        for msg_id, size in self.c.execute(
+                "SELECT id, size FROM stream_messages WHERE flow_type = ? AND stream = ? ORDER BY id",
+                (flow_type, stream)):
+            victims.append(msg_id)
+            freed += size
+            if freed >= need:
+                break
+        self.c.executemany("DELETE FROM stream_messages WHERE id = ?", [(v,) for v in victims])
+        return freed
+
+    # --- kv: small state a flow package owns (dexcli.host) --------------------------------
+    def kv_get(self, ns: str, key: str) -> Any:
+        text = scalar(self.c, "SELECT value FROM kv WHERE ns = ? AND key = ?", (ns, key))
+        return None if text is None else json.loads(text)
+
+    def kv_put(self, ns: str, key: str, value: Any) -> None:
+        self.c.execute("INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) "
+                       "ON CONFLICT(ns, key) DO UPDATE SET value = excluded.value", (ns, key, json.dumps(value)))
