@@ -3,223 +3,137 @@
 Flows written against this module move to a Dex server by changing the import line
 (`from dexcli import ...` -> `from dex import ...`). Only the SDK lives here; the engine, the
 store and the CLI load when they are used.
+
+Each public name is written once, in the `if TYPE_CHECKING:` block below (`X as X` marks it
+re-exported): type checkers read it there, and `__getattr__` reads that same block from this
+file's source on first use, to import names lazily and build `__all__`, so `import dexcli`
+loads no SDK module (`dex --help` does not pay for the whole SDK).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # names load on first use, so `dex --help` does not import the whole SDK
-    from dexcli.sdk.context import AsyncContext, Context, RecoveryError, RecoveryErrorInfo, StepOutput, heartbeat
+if TYPE_CHECKING:  # the public API; at run time each name loads on first use
+    from dexcli.client import AsyncClient as AsyncClient, Client as Client
+    from dexcli.sdk.context import (
+        AsyncContext as AsyncContext,
+        Context as Context,
+        RecoveryError as RecoveryError,
+        RecoveryErrorInfo as RecoveryErrorInfo,
+        StepOutput as StepOutput,
+        heartbeat as heartbeat,
+    )
     from dexcli.sdk.decisions import (
-        StepDecision,
-        StepMovement,
-        dead_end,
-        force_complete,
-        force_complete_if_channels_empty,
-        force_fail,
-        go_to,
-        go_to_many,
-        go_to_multi,
-        graceful_complete,
-        retry_after,
+        StepDecision as StepDecision,
+        StepMovement as StepMovement,
+        dead_end as dead_end,
+        force_complete as force_complete,
+        force_complete_if_channels_empty as force_complete_if_channels_empty,
+        force_fail as force_fail,
+        go_to as go_to,
+        go_to_many as go_to_many,
+        go_to_multi as go_to_multi,
+        graceful_complete as graceful_complete,
+        retry_after as retry_after,
     )
     from dexcli.sdk.errors import (
-        DexServiceError,
-        FlowAlreadyStartedError,
-        FlowCodeError,
-        FlowDefinitionError,
-        FlowNotActiveError,
-        FlowNotActiveOrNotFoundError,
-        FlowNotFoundError,
-        InvalidStepResultError,
-        LongPollTimeoutError,
-        NotSupportedYetError,
-        ValueMappingError,
-        WorkerInvocationError,
+        DexServiceError as DexServiceError,
+        FlowAlreadyStartedError as FlowAlreadyStartedError,
+        FlowCodeError as FlowCodeError,
+        FlowDefinitionError as FlowDefinitionError,
+        FlowNotActiveError as FlowNotActiveError,
+        FlowNotActiveOrNotFoundError as FlowNotActiveOrNotFoundError,
+        FlowNotFoundError as FlowNotFoundError,
+        InvalidStepResultError as InvalidStepResultError,
+        LongPollTimeoutError as LongPollTimeoutError,
+        NotSupportedYetError as NotSupportedYetError,
+        ValueMappingError as ValueMappingError,
+        WorkerInvocationError as WorkerInvocationError,
     )
-    from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
-    from dexcli.sdk.options import RetryPolicy, StepDurability, StepOptions, WaitForFailurePolicy
-    from dexcli.sdk.registry import Registry
+    from dexcli.sdk.flow import (
+        Flow as Flow,
+        PersistenceSchema as PersistenceSchema,
+        Step as Step,
+        StepList as StepList,
+    )
+    from dexcli.sdk.options import (
+        RetryPolicy as RetryPolicy,
+        StepDurability as StepDurability,
+        StepOptions as StepOptions,
+        WaitForFailurePolicy as WaitForFailurePolicy,
+    )
+    from dexcli.sdk.registry import Registry as Registry
     from dexcli.sdk.results import (
-        FlowErrorType,
-        FlowInfo,
-        FlowResult,
-        FlowStatus,
-        IdReusePolicy,
-        StartFlowOptions,
-        StepCompletion,
-        StopFlowOptions,
-        StopType,
+        FlowErrorType as FlowErrorType,
+        FlowInfo as FlowInfo,
+        FlowResult as FlowResult,
+        FlowStatus as FlowStatus,
+        IdReusePolicy as IdReusePolicy,
+        StartFlowOptions as StartFlowOptions,
+        StepCompletion as StepCompletion,
+        StopFlowOptions as StopFlowOptions,
+        StopType as StopType,
     )
-    from dexcli.sdk.stream import Stream, StreamMessage, StreamMessagesPage
+    from dexcli.sdk.stream import (
+        Stream as Stream,
+        StreamMessage as StreamMessage,
+        StreamMessagesPage as StreamMessagesPage,
+    )
     from dexcli.sdk.waiting import (
-        Attribute,
-        AttributeIndex,
-        AttributeLock,
-        AttributeMap,
-        Channel,
-        ChannelMap,
-        ConditionCombination,
-        IndexType,
-        RPCResult,
-        SubFlow,
-        Timer,
-        Wait,
-        rpc,
+        Attribute as Attribute,
+        AttributeIndex as AttributeIndex,
+        AttributeLock as AttributeLock,
+        AttributeMap as AttributeMap,
+        Channel as Channel,
+        ChannelMap as ChannelMap,
+        ConditionCombination as ConditionCombination,
+        IndexType as IndexType,
+        RPCResult as RPCResult,
+        SubFlow as SubFlow,
+        Timer as Timer,
+        Wait as Wait,
+        rpc as rpc,
     )
-    from dexcli.client import AsyncClient, Client
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "AsyncContext": "dexcli.sdk.context",
-    "Attribute": "dexcli.sdk.waiting",
-    "AttributeIndex": "dexcli.sdk.waiting",
-    "AttributeLock": "dexcli.sdk.waiting",
-    "AttributeMap": "dexcli.sdk.waiting",
-    "Channel": "dexcli.sdk.waiting",
-    "ChannelMap": "dexcli.sdk.waiting",
-    "ConditionCombination": "dexcli.sdk.waiting",
-    "Context": "dexcli.sdk.context",
-    "DexServiceError": "dexcli.sdk.errors",
-    "Flow": "dexcli.sdk.flow",
-    "FlowAlreadyStartedError": "dexcli.sdk.errors",
-    "FlowCodeError": "dexcli.sdk.errors",
-    "FlowDefinitionError": "dexcli.sdk.errors",
-    "FlowErrorType": "dexcli.sdk.results",
-    "FlowInfo": "dexcli.sdk.results",
-    "FlowNotActiveError": "dexcli.sdk.errors",
-    "FlowNotActiveOrNotFoundError": "dexcli.sdk.errors",
-    "FlowNotFoundError": "dexcli.sdk.errors",
-    "FlowResult": "dexcli.sdk.results",
-    "FlowStatus": "dexcli.sdk.results",
-    "IdReusePolicy": "dexcli.sdk.results",
-    "IndexType": "dexcli.sdk.waiting",
-    "InvalidStepResultError": "dexcli.sdk.errors",
-    "LongPollTimeoutError": "dexcli.sdk.errors",
-    "NotSupportedYetError": "dexcli.sdk.errors",
-    "PersistenceSchema": "dexcli.sdk.flow",
-    "RPCResult": "dexcli.sdk.waiting",
-    "RecoveryError": "dexcli.sdk.context",
-    "RecoveryErrorInfo": "dexcli.sdk.context",
-    "Registry": "dexcli.sdk.registry",
-    "RetryPolicy": "dexcli.sdk.options",
-    "StartFlowOptions": "dexcli.sdk.results",
-    "Step": "dexcli.sdk.flow",
-    "StepCompletion": "dexcli.sdk.results",
-    "StepDecision": "dexcli.sdk.decisions",
-    "StepDurability": "dexcli.sdk.options",
-    "StepList": "dexcli.sdk.flow",
-    "StepMovement": "dexcli.sdk.decisions",
-    "StepOptions": "dexcli.sdk.options",
-    "StepOutput": "dexcli.sdk.context",
-    "StopFlowOptions": "dexcli.sdk.results",
-    "StopType": "dexcli.sdk.results",
-    "Stream": "dexcli.sdk.stream",
-    "StreamMessage": "dexcli.sdk.stream",
-    "StreamMessagesPage": "dexcli.sdk.stream",
-    "SubFlow": "dexcli.sdk.waiting",
-    "Timer": "dexcli.sdk.waiting",
-    "ValueMappingError": "dexcli.sdk.errors",
-    "Wait": "dexcli.sdk.waiting",
-    "WaitForFailurePolicy": "dexcli.sdk.options",
-    "WorkerInvocationError": "dexcli.sdk.errors",
-    "dead_end": "dexcli.sdk.decisions",
-    "force_complete": "dexcli.sdk.decisions",
-    "force_complete_if_channels_empty": "dexcli.sdk.decisions",
-    "force_fail": "dexcli.sdk.decisions",
-    "go_to": "dexcli.sdk.decisions",
-    "go_to_many": "dexcli.sdk.decisions",
-    "go_to_multi": "dexcli.sdk.decisions",
-    "graceful_complete": "dexcli.sdk.decisions",
-    "heartbeat": "dexcli.sdk.context",
-    "retry_after": "dexcli.sdk.decisions",
-    "rpc": "dexcli.sdk.waiting",
-    "Client": "dexcli.client",
-    "AsyncClient": "dexcli.client",
-}
+_exports: dict[str, tuple[str, str]] | None = None  # public name -> (module, name there)
+
+
+def _public() -> dict[str, tuple[str, str]]:
+    """The imports of the `if TYPE_CHECKING:` block above, read once from this file's source."""
+    global _exports
+    if _exports is None:
+        import ast
+
+        get_source = getattr(__spec__.loader, "get_source", None)
+        source = get_source(__name__) if get_source is not None else None
+        if source is None:
+            raise ImportError("dexcli: cannot read the source of dexcli/__init__.py, which lists the public API")
+        found: dict[str, tuple[str, str]] = {}
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                for stmt in node.body:
+                    if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                        found.update({a.asname or a.name: (stmt.module, a.name) for a in stmt.names})
+        _exports = found
+    return _exports
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dexcli' has no attribute {name!r}")
-    import importlib
+    if name == "__all__":
+        value: Any = sorted(_public())
+    else:
+        where = None if name.startswith("_") else _public().get(name)
+        if where is None:
+            raise AttributeError(f"module 'dexcli' has no attribute {name!r}")
+        import importlib
 
-    value = getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(where[0]), where[1])
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "AsyncClient",
-    "AsyncContext",
-    "Attribute",
-    "AttributeIndex",
-    "AttributeLock",
-    "AttributeMap",
-    "Channel",
-    "ChannelMap",
-    "Client",
-    "ConditionCombination",
-    "Context",
-    "DexServiceError",
-    "Flow",
-    "FlowAlreadyStartedError",
-    "FlowCodeError",
-    "FlowDefinitionError",
-    "FlowErrorType",
-    "FlowInfo",
-    "FlowNotActiveError",
-    "FlowNotActiveOrNotFoundError",
-    "FlowNotFoundError",
-    "FlowResult",
-    "FlowStatus",
-    "IdReusePolicy",
-    "IndexType",
-    "InvalidStepResultError",
-    "LongPollTimeoutError",
-    "NotSupportedYetError",
-    "PersistenceSchema",
-    "RPCResult",
-    "RecoveryError",
-    "RecoveryErrorInfo",
-    "Registry",
-    "RetryPolicy",
-    "StartFlowOptions",
-    "Step",
-    "StepCompletion",
-    "StepDecision",
-    "StepDurability",
-    "StepList",
-    "StepMovement",
-    "StepOptions",
-    "StepOutput",
-    "StopFlowOptions",
-    "StopType",
-    "Stream",
-    "StreamMessage",
-    "StreamMessagesPage",
-    "SubFlow",
-    "Timer",
-    "ValueMappingError",
-    "Wait",
-    "WaitForFailurePolicy",
-    "WorkerInvocationError",
-    "dead_end",
-    "force_complete",
-    "force_complete_if_channels_empty",
-    "force_fail",
-    "go_to",
-    "go_to_many",
-    "go_to_multi",
-    "graceful_complete",
-    "heartbeat",
-    "retry_after",
-    "rpc",
-]
+    return sorted(set(globals()) | set(_public()) | {"__all__"})

@@ -6,11 +6,13 @@ it shows the registry's reasons in the verdict.
 
 from __future__ import annotations
 
+import ast
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dexcli.graph.static import class_location, resolve_target, step_source
+from dexcli.graph.static import Site, class_location, class_methods, resolve_target, step_source
 
 START = "START"
 END = "end"
@@ -151,15 +153,31 @@ def _match_step(target: Any, steps: list[tuple[str, Any]]) -> str | None:
     return None
 
 
+_Key = tuple[str | None, str, str]  # (target, kind, text): one edge per distinct key and step
+
+
 def analyze(flow_type: str, steps: list[tuple[str, Any]], start: Any | None) -> _Analysis:
     """Nodes, edges and static problems of a flow given its (step_type, instance) list."""
-    from dexcli.sdk.flow import Step
-
-    nodes: list[Node] = [Node(START, "start", START)]
+    step_nodes = _step_nodes(steps, start)
+    nodes: list[Node] = [Node(START, "start", START)] + [node for node, _ in step_nodes]
     edges: list[Edge] = []
     problems: list[Problem] = []
+    registered = [(node.id, inst) for node, inst in step_nodes]
+    for node, inst in step_nodes:
+        if node.is_start:
+            edges.insert(0, Edge(START, node.id, "start"))
+        edges.extend(_site_edges(flow_type, node, inst, registered, problems))
+        failure = _failure_edge(node, inst, registered)
+        if failure is not None:
+            edges.append(failure)
+    _reachability(flow_type, nodes, edges, problems)
+    return _Analysis(nodes, edges, problems)
+
+
+def _step_nodes(steps: list[tuple[str, Any]], start: Any | None) -> list[tuple[Node, Any]]:
+    """One node per step, with a unique id (a repeated step type gets `#2`, `#3`, ...)."""
     ids: set[str] = set()
-    step_nodes: list[tuple[Node, Any]] = []
+    out: list[tuple[Node, Any]] = []
     for st, inst in steps:
         node_id = st
         n = 2
@@ -167,80 +185,77 @@ def analyze(flow_type: str, steps: list[tuple[str, Any]], start: Any | None) -> 
             node_id, n = f"{st}#{n}", n + 1
         ids.add(node_id)
         file, line = class_location(type(inst))
-        node = Node(node_id, "step", st, type(inst).__name__, file, line, is_start=inst is start)
-        nodes.append(node)
-        step_nodes.append((node, inst))
-    registered = [(node.id, inst) for node, inst in step_nodes]
-    for node, inst in step_nodes:
-        if node.is_start:
-            edges.insert(0, Edge(START, node.id, "start"))
-        src = step_source(type(inst)) if isinstance(inst, Step) else None
-        where = f"flow {flow_type}, step {node.label}"
-        if src is None or not src.available:
-            node.source_available = False
-            edges.append(Edge(node.id, None, "goTo", False, "source not available: targets unknown",
-                              node.file, node.line))
+        out.append((Node(node_id, "step", st, type(inst).__name__, file, line, is_start=inst is start), inst))
+    return out
+
+
+def _site_edges(flow_type: str, node: Node, inst: Any, registered: list[tuple[str, Any]],
+                problems: list[Problem]) -> list[Edge]:
+    """The decision edges of one step, read from its source; a goTo to no step is a problem."""
+    from dexcli.sdk.flow import Step
+
+    src = step_source(type(inst)) if isinstance(inst, Step) else None
+    if src is None or not src.available:
+        node.source_available = False
+        return [Edge(node.id, None, "goTo", False, "source not available: targets unknown", node.file, node.line)]
+    edges: dict[_Key, Edge] = {}
+    for site in src.sites:
+        problem: Problem | None = None
+        if site.kind == "unknown":
+            key: _Key = (None, "goTo", site.text)
+            edge = Edge(node.id, None, "goTo", False, f"decision computed at run time: {site.text}",
+                        site.file, site.line)
+        elif site.kind != "goTo":
+            key, edge = (END, site.kind, ""), Edge(node.id, END, site.kind, True, "", site.file, site.line)
         else:
-            seen: set[tuple[str | None, str, str]] = set()
-            for site in src.sites:
-                if site.kind == "unknown":
-                    key = (None, "goTo", site.text)
-                    if key not in seen:
-                        seen.add(key)
-                        edges.append(Edge(node.id, None, "goTo", False,
-                                          f"decision computed at run time: {site.text}", site.file, site.line))
-                    continue
-                if site.kind != "goTo":
-                    key = (END, site.kind, "")
-                    if key not in seen:
-                        seen.add(key)
-                        edges.append(Edge(node.id, END, site.kind, True, "", site.file, site.line))
-                    continue
-                res = resolve_target(site, inst, registered)
-                if res.status == "step":
-                    key = (res.step_type, "goTo", "")
-                    if key not in seen:
-                        seen.add(key)
-                        edges.append(Edge(node.id, res.step_type, "goTo", True, "", site.file, site.line))
-                    continue
-                key = (None, "goTo", site.text)
-                if key in seen:
-                    continue
-                seen.add(key)
-                if res.status == "runtime":
-                    edges.append(Edge(node.id, None, "goTo", False, f"target {res.detail}", site.file, site.line))
-                    continue
-                edges.append(Edge(node.id, None, "goTo", False, f"not a registered step: {res.detail}",
-                                  site.file, site.line))
-                loc = f" at {_short(site.file)}:{site.line}"
-                if res.status == "missing":
-                    msg = (f"{where}: {site.text}{loc} targets a step that is not registered in "
-                           f"{flow_type} ({res.detail}); add it to get_steps()")
-                else:
-                    msg = f"{where}: {site.text}{loc} does not target a step ({res.detail})"
-                problems.append(Problem("error", "unknown-target", msg, node.label, site.file, site.line))
-        has_route, target = _execute_failure_target(inst)
-        if has_route:
-            tid = _match_step(target, registered)
-            name = target if isinstance(target, str) else getattr(target, "__name__", type(target).__name__)
-            line = _options_line(inst)
-            if tid is not None:
-                edges.append(Edge(node.id, tid, "executeFailure", True, "", node.file, line))
-            else:
-                edges.append(Edge(node.id, None, "executeFailure", False, f"not a registered step: {name}",
-                                  node.file, line))
-    _reachability(flow_type, nodes, edges, problems)
-    return _Analysis(nodes, edges, problems)
+            key, edge, problem = _goto_edge(flow_type, node, site, inst, registered)
+        if key in edges:
+            continue
+        edges[key] = edge
+        if problem is not None:
+            problems.append(problem)
+    return list(edges.values())
 
 
-def _options_line(inst: Any) -> int | None:
-    from dexcli.graph.static import class_methods
+def _goto_edge(flow_type: str, node: Node, site: Site, inst: Any,
+               registered: list[tuple[str, Any]]) -> tuple[_Key, Edge, Problem | None]:
+    """The edge of one goTo site, and the error if its target is not a registered step."""
+    res = resolve_target(site, inst, registered)
+    if res.status == "step":
+        return (res.step_type, "goTo", ""), Edge(node.id, res.step_type, "goTo", True, "", site.file,
+                                                 site.line), None
+    key: _Key = (None, "goTo", site.text)
+    if res.status == "runtime":
+        return key, Edge(node.id, None, "goTo", False, f"target {res.detail}", site.file, site.line), None
+    where = f"flow {flow_type}, step {node.label}"
+    loc = f" at {_short(site.file)}:{site.line}"
+    if res.status == "missing":
+        msg = (f"{where}: {site.text}{loc} targets a step that is not registered in "
+               f"{flow_type} ({res.detail}); add it to get_steps()")
+    else:
+        msg = f"{where}: {site.text}{loc} does not target a step ({res.detail})"
+    edge = Edge(node.id, None, "goTo", False, f"not a registered step: {res.detail}", site.file, site.line)
+    return key, edge, Problem("error", "unknown-target", msg, node.label, site.file, site.line)
 
-    fi = class_methods(type(inst)).get("get_step_options")
+
+def _failure_edge(node: Node, inst: Any, registered: list[tuple[str, Any]]) -> Edge | None:
+    """The executeFailure edge of a step whose options route failures to another step."""
+    has_route, target = _execute_failure_target(inst)
+    if not has_route:
+        return None
+    tid = _match_step(target, registered)
+    line = _options_line(inst)
+    if tid is not None:
+        return Edge(node.id, tid, "executeFailure", True, "", node.file, line)
+    name = target if isinstance(target, str) else getattr(target, "__name__", type(target).__name__)
+    return Edge(node.id, None, "executeFailure", False, f"not a registered step: {name}", node.file, line)
+
+
+def _options_line(inst: object) -> int | None:
+    cls: type = type(inst)
+    fi = class_methods(cls).get("get_step_options")
     if fi is None:
         return None
-    import ast
-
     for n in ast.walk(fi.node):
         if isinstance(n, ast.Attribute) and n.attr == "on_execute_failure_proceed_to":
             return n.lineno
@@ -248,8 +263,6 @@ def _options_line(inst: Any) -> int | None:
 
 
 def _short(path: str | None) -> str:
-    import os
-
     if not path:
         return "?"
     try:
@@ -334,7 +347,7 @@ def build_graph(flow: Any) -> FlowGraph:
     registry_warnings: list[str] = []
     if not problems:
         try:
-            definition = build_definition(flow)
+            definition = build_definition(flow)  # no checks=: `analysis` has the static problems
             registry_warnings = list(definition.warnings)
         except FlowDefinitionError as exc:
             registry_errors = list(exc.problems)

@@ -11,11 +11,12 @@ import ast
 import builtins
 import inspect
 import linecache
+import operator
 import types
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 # Methods of a Step that are not part of its decision logic.
 NON_DECISION_METHODS = frozenset({"get_step_options", "get_step_type", "__init__", "wait_for"})
@@ -39,7 +40,7 @@ def _parse_file(filename: str, mtime_key: int) -> ast.Module | None:
         return None
     try:
         return ast.parse(text, filename)
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # not Python, or (3.11) a null byte: no findings
         return None
 
 
@@ -59,8 +60,9 @@ def source_file(obj: Any) -> str | None:
 
 
 def _first_line(node: ast.AST) -> int:
-    decos = getattr(node, "decorator_list", [])
-    return min([node.lineno] + [d.lineno for d in decos])  # type: ignore[attr-defined]
+    decos: list[ast.expr] = getattr(node, "decorator_list", [])
+    line: int = getattr(node, "lineno", 0)
+    return min([line] + [d.lineno for d in decos])
 
 
 def find_def(tree: ast.Module, name: str, firstline: int, kinds: tuple[type, ...]) -> ast.AST | None:
@@ -437,6 +439,9 @@ class Unknown(Exception):
 
 
 _SAFE_CALLS = {"timedelta", "float", "int", "min", "max"}
+_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+}
 
 
 def const_value(expr: ast.AST, fi: FuncInfo, instance: Any) -> Any:
@@ -452,9 +457,7 @@ def const_value(expr: ast.AST, fi: FuncInfo, instance: Any) -> Any:
         return -const_value(expr.operand, fi, instance)
     if isinstance(expr, ast.BinOp):
         left, right = const_value(expr.left, fi, instance), const_value(expr.right, fi, instance)
-        ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
-        op = ops.get(type(expr.op))
+        op = _BINOPS.get(type(expr.op))
         if op is None:
             raise Unknown(unparse(expr))
         try:

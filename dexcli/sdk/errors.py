@@ -72,11 +72,12 @@ class FlowCodeError(DexError):
     exit_code = 1
 
 
-class AttemptFencedError(Exception):
+class AttemptFencedError(BaseException):
     """Raised inside a handler whose attempt was timed out, cancelled or taken over.
 
     Not a DexError on purpose: it is a control signal, not a failure of the flow. Its late
-    heartbeats, Stream writes and decision are refused.
+    heartbeats, Stream writes and decision are refused. A BaseException (like
+    asyncio.CancelledError) so that the handler's own `except Exception:` does not swallow it.
     """
 
 

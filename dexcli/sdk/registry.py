@@ -1,17 +1,20 @@
 """Registry: validates flow definitions up front and resolves step references.
 
-Every problem is reported with the flow, the step and what is wrong, all at once.
+Every problem is reported with the flow, the step and what is wrong, all at once. The SDK
+imports nothing else of dexcli: checks that read the steps' source (dexcli.graph) are passed
+in by the caller, `Registry(checks=static_problems)`.
 """
 
 from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.sdk.context import AsyncContext, Context
-from dexcli.sdk.errors import FlowDefinitionError
+from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
 from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
 from dexcli.sdk.stream import Stream
@@ -53,6 +56,11 @@ class FlowDefinition:
         return None
 
 
+StaticChecks = Callable[[FlowDefinition], tuple[list[str], list[str]]]
+"""Extra checks of a definition that passed the registry's own: (errors, warnings).
+dexcli.graph.checks.static_problems is the one dex passes."""
+
+
 def _handler_kind(fn: Any) -> str | None:
     if inspect.isasyncgenfunction(fn):
         return None
@@ -74,7 +82,18 @@ def _is(annotation: Any, cls: type, name: str) -> bool:
     return annotation is cls or (isinstance(annotation, str) and annotation.split(".")[-1] == name)
 
 
-def _inspect_step(flow_type: str, step: Step[Any], problems: list[str]) -> StepSpec | None:
+def _async_problems(where: str, cls: type, kind: str) -> list[str]:
+    """With allow_async_handlers=False: execute and wait_for must be synchronous."""
+    why = "this Registry has allow_async_handlers=False"
+    out = [f"{where}: execute must be synchronous ({why})"] if kind == "async" else []
+    wait_for = getattr(cls, "wait_for", Step.wait_for)
+    if inspect.iscoroutinefunction(wait_for) or inspect.isasyncgenfunction(wait_for):
+        out.append(f"{where}: wait_for must be synchronous ({why})")
+    return out
+
+
+def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
+                  allow_async_handlers: bool = True) -> StepSpec | None:
     cls = type(step)
     step_type = _user_call(f"flow {flow_type}, step {cls.__name__}", "get_step_type()", step.get_step_type, str)
     where = f"flow {flow_type}, step {step_type}"
@@ -86,6 +105,8 @@ def _inspect_step(flow_type: str, step: Step[Any], problems: list[str]) -> StepS
     if kind is None:
         problems.append(f"{where}: execute must not be an async generator")
         return None
+    if not allow_async_handlers:
+        problems.extend(_async_problems(where, cls, kind))
     params = list(inspect.signature(execute).parameters.values())[1:]  # drop self
     if len(params) != 2:
         problems.append(f"{where}: execute must take (self, context, input), got {len(params) + 1} parameters")
@@ -165,17 +186,9 @@ def _user_call(where: str, what: str, fn: Any, expected: type | None = None) -> 
     return value
 
 
-def build_definition(flow: Flow[Any]) -> FlowDefinition:
-    """Validate one flow; raise FlowDefinitionError listing every problem found."""
-    if isinstance(flow, type):
-        raise FlowDefinitionError(f"{flow.__name__}: register an instance of the flow, not the class")
-    if not isinstance(flow, Flow):
-        raise FlowDefinitionError(f"{type(flow).__name__} is not a dex Flow")
-    problems: list[str] = []
-    flow_type = _user_call(f"flow {type(flow).__name__}", "get_flow_type()", flow.get_flow_type, str)
-    if not flow_type or any(c in flow_type for c in "/$:"):
-        problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
-    step_list = _user_call(f"flow {flow_type}", "get_steps()", flow.get_steps, StepList)
+def _collect_steps(flow_type: str, step_list: StepList[Any], problems: list[str],
+                   allow_async_handlers: bool) -> tuple[dict[str, StepSpec], StepSpec | None]:
+    """The flow's steps by step type, and the start step's spec."""
     steps: dict[str, StepSpec] = {}
     classes: dict[type, str] = {}
     start_spec: StepSpec | None = None
@@ -185,7 +198,7 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
         if not isinstance(step, Step):
             problems.append(f"flow {flow_type}: {step!r} is not a Step instance")
             continue
-        spec = _inspect_step(flow_type, step, problems)
+        spec = _inspect_step(flow_type, step, problems, allow_async_handlers)
         if spec is None:
             continue
         if spec.step_type in steps:
@@ -201,8 +214,10 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
         steps[spec.step_type] = spec
         if i == 0 and step_list.start is not None:
             start_spec = spec
-    schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
-                        PersistenceSchema)
+    return steps, start_spec
+
+
+def _collect_streams(flow_type: str, schema: PersistenceSchema, problems: list[str]) -> dict[str, Stream[Any]]:
     names: set[str] = set()
     streams: dict[str, Stream[Any]] = {}
     for d in schema.all():
@@ -212,15 +227,34 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
         names.add(name)
         if isinstance(d, Stream):
             streams[name] = d
+    return streams
+
+
+def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
+                     allow_async_handlers: bool = True) -> FlowDefinition:
+    """Validate one flow; raise FlowDefinitionError listing every problem found.
+
+    `checks` run last, only when every other check passed: their errors fail the
+    definition, their warnings are kept on it. Without `checks` none run.
+    """
+    if isinstance(flow, type):
+        raise FlowDefinitionError(f"{flow.__name__}: register an instance of the flow, not the class")
+    if not isinstance(flow, Flow):
+        raise FlowDefinitionError(f"{type(flow).__name__} is not a dex Flow")
+    problems: list[str] = []
+    flow_type = _user_call(f"flow {type(flow).__name__}", "get_flow_type()", flow.get_flow_type, str)
+    if not flow_type or any(c in flow_type for c in "/$:"):
+        problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
+    step_list = _user_call(f"flow {flow_type}", "get_steps()", flow.get_steps, StepList)
+    steps, start_spec = _collect_steps(flow_type, step_list, problems, allow_async_handlers)
+    schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
+                        PersistenceSchema)
+    streams = _collect_streams(flow_type, schema, problems)
     definition = FlowDefinition(flow, flow_type, start_spec, steps, streams)
     for spec in steps.values():
         _check_options(flow_type, spec, definition, problems)
-    try:  # static checks over the steps' source (go_to targets); optional module
-        from dexcli.graph.checks import static_problems
-    except ImportError:
-        static_problems = None
-    if static_problems is not None and not problems:
-        errors, warnings = static_problems(definition)
+    if checks is not None and not problems:
+        errors, warnings = checks(definition)
         problems.extend(errors)
         definition.warnings.extend(warnings)
     if problems:
@@ -229,16 +263,29 @@ def build_definition(flow: Flow[Any]) -> FlowDefinition:
 
 
 class Registry:
-    """Flows this process can run, by flow type. Validates each flow when it is added."""
+    """Flows this process can run, by flow type. Validates each flow when it is added.
 
-    def __init__(self, flows: list[Flow[Any]] | tuple[Flow[Any], ...] = (), codec_registry: Any = None,
-                 *, allow_async_handlers: bool = True) -> None:
+    `checks`: extra checks each flow must pass (dex passes
+    dexcli.graph.checks.static_problems); none run without it. `allow_async_handlers=False`
+    refuses steps whose execute or wait_for is `async def`. `codec_registry` is Dex's hook
+    for custom value codecs, which dex does not support: anything but None is refused.
+    """
+
+    def __init__(self, flows: Iterable[Flow[Any]] | None = None, codec_registry: object = None, *,
+                 checks: StaticChecks | None = None, allow_async_handlers: bool = True) -> None:
+        if codec_registry is not None:
+            raise NotSupportedYetError(
+                "Registry(codec_registry=...): dex does not support custom codecs yet; values are "
+                "encoded as JSON through pydantic. Pass codec_registry=None."
+            )
+        self.checks = checks
+        self.allow_async_handlers = allow_async_handlers
         self._defs: dict[str, FlowDefinition] = {}
-        for f in flows:
+        for f in flows or ():
             self.add(f)
 
     def add(self, flow: Flow[Any]) -> FlowDefinition:
-        definition = build_definition(flow)
+        definition = build_definition(flow, checks=self.checks, allow_async_handlers=self.allow_async_handlers)
         existing = self._defs.get(definition.flow_type)
         if existing is not None and existing.flow is not flow:
             raise FlowDefinitionError(f"flow type {definition.flow_type} is registered twice")
@@ -260,5 +307,5 @@ class Registry:
                 return d
         return self.add(flow)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[FlowDefinition]:
         return iter(self._defs.values())

@@ -65,3 +65,54 @@ def test_client_is_loaded_lazily():
     mods = loaded_modules("import dexcli\nc = dexcli.Client")
     assert "dexcli.client" in mods
     assert heavy(mods) == set()
+
+
+def test_importing_dexcli_loads_no_sdk_module_nor_pydantic():
+    mods = loaded_modules("import dexcli")
+    assert {m for m in mods if m.startswith("dexcli.")} == set()
+    assert {m for m in mods if m.split(".")[0] == "pydantic"} == set()
+
+
+def test_the_type_checking_block_is_the_one_listing():
+    mods = loaded_modules("import dexcli\nnames = dexcli.__all__")
+    assert {m for m in mods if m.startswith("dexcli.")} == set()  # __all__ imports nothing
+    assert set(dexcli._public()) == set(dexcli.__all__)
+    assert dexcli.__all__ == sorted(dexcli.__all__)
+    assert set(dexcli.__all__) <= set(dir(dexcli))
+
+
+def test_unknown_and_private_names_are_attribute_errors():
+    import pytest
+
+    for name in ("NoSuchThing", "_private", "__wrapped__"):
+        with pytest.raises(AttributeError, match=name):
+            getattr(dexcli, name)
+
+
+def _dexcli_imports(path: Path) -> set[str]:
+    """Every dexcli module a file imports, at module level or inside a function."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "dexcli"]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n.split(".")[0] == "dexcli")
+    return found
+
+
+def test_the_sdk_imports_nothing_else_of_dexcli():
+    for path in sorted((ROOT / "dexcli" / "sdk").glob("*.py")):
+        outside = {m for m in _dexcli_imports(path) if not m.startswith("dexcli.sdk")}
+        assert outside == set(), f"{path.name} imports {sorted(outside)}"
+
+
+def test_attempt_fenced_is_a_control_signal_that_except_exception_does_not_catch():
+    from dexcli.sdk.errors import AttemptFencedError
+
+    assert issubclass(AttemptFencedError, BaseException)
+    assert not issubclass(AttemptFencedError, Exception)

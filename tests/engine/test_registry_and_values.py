@@ -146,6 +146,49 @@ def test_every_problem_is_reported_at_once():
     assert len(info.value.problems) == 2
 
 
+class AsyncOk(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class AsyncWaitFor(Ok):
+    async def wait_for(self, context: AsyncContext, input: int) -> None:
+        return None
+
+
+def test_async_handlers_are_allowed_by_default():
+    Registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))])
+
+
+def test_allow_async_handlers_false_refuses_async_execute_and_wait_for():
+    with pytest.raises(FlowDefinitionError) as info:
+        Registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))],
+                 allow_async_handlers=False)
+    assert info.value.problems == [
+        "flow BadFlow, step AsyncOk: execute must be synchronous (this Registry has allow_async_handlers=False)",
+        "flow BadFlow, step AsyncWaitFor: wait_for must be synchronous "
+        "(this Registry has allow_async_handlers=False)",
+    ]
+
+
+def test_allow_async_handlers_false_applies_to_flows_added_later():
+    registry = Registry(allow_async_handlers=False)
+    with pytest.raises(FlowDefinitionError, match="step AsyncOk: execute must be synchronous"):
+        registry.definition_of(Steps(StepList.start_step(AsyncOk())))
+    assert registry.get("BadFlow") is None
+    registry.add(Steps(StepList.start_step(Ok())))
+
+
+def test_a_custom_codec_registry_is_refused():
+    from dexcli import NotSupportedYetError
+
+    with pytest.raises(NotSupportedYetError, match="custom codecs"):
+        Registry([], codec_registry=object())
+    with pytest.raises(NotSupportedYetError, match="custom codecs"):
+        Registry(None, {})  # positional, as Dex's Registry(flows, codec_registry)
+    Registry(codec_registry=None)
+
+
 def test_on_execute_failure_proceed_to_returns_a_copy():
     base = StepOptions()
     routed = base.on_execute_failure_proceed_to(OkStr)
@@ -211,7 +254,7 @@ def test_dataclass_enum_and_pydantic_values_round_trip(env):
     # stored as JSON, not pickled
     view = env.inspect("f")
     assert view["summary"]["input"] == {"order_id": "o-1", "qty": 4, "color": "blue"}
-    raw = env.store.get_flow("f")["input"]
+    raw = env.store.get_flow("f").input  # a FlowRecord (dexcli.store.records)
     assert json.loads(raw) == {"order_id": "o-1", "qty": 4, "color": "blue"}
 
 

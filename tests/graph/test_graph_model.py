@@ -47,7 +47,7 @@ def test_three_steps_graph():
 
 
 def test_polling_registers_with_no_static_problems():
-    definition = build_definition(load_flow("polling")[0])
+    definition = build_definition(load_flow("polling")[0], checks=static_problems)
     assert definition.warnings == []
     assert static_problems(definition) == ([], [])
 
@@ -96,18 +96,69 @@ def test_invalid_flows_still_graph_with_their_reason(name, fragment):
 
 def test_unknown_target_fails_registration_naming_flow_step_and_target():
     with pytest.raises(FlowDefinitionError) as info:
-        Registry([load_bad("unknown_target")])
+        Registry([load_bad("unknown_target")], checks=static_problems)
     (msg,) = info.value.problems
     assert "flow UnknownTargetFlow" in msg and "step Begin" in msg and "Forgotten" in msg
     assert "unknown_target.py:12" in msg
 
 
 def test_unreachable_step_is_a_registration_warning_not_an_error():
-    definition = Registry([load_bad("unreachable")]).get("UnreachableFlow")
+    definition = Registry([load_bad("unreachable")], checks=static_problems).get("UnreachableFlow")
     assert len(definition.warnings) == 1
     assert "step Orphan: unreachable" in definition.warnings[0]
     graph = build_graph(load_bad("unreachable"))
     assert graph.valid and graph.node("Orphan").reachable is False
+
+
+def test_without_checks_the_registry_runs_no_static_checks():
+    definition = Registry([load_bad("unknown_target")]).get("UnknownTargetFlow")
+    assert definition is not None and definition.warnings == []
+    assert Registry([load_bad("unreachable")]).get("UnreachableFlow").warnings == []
+
+
+def test_static_checks_run_only_once_the_registrys_own_checks_passed():
+    calls = []
+
+    def checks(definition):
+        calls.append(definition.flow_type)
+        return ["flow X: from checks"], ["a warning"]
+
+    with pytest.raises(FlowDefinitionError, match="has no start step") as info:
+        build_definition(load_bad("no_start"), checks=checks)
+    assert calls == [] and "from checks" not in str(info.value)
+    with pytest.raises(FlowDefinitionError) as info:
+        build_definition(load_flow("polling")[0], checks=checks)
+    assert calls == ["PollingFlow"] and info.value.problems == ["flow X: from checks"]
+
+
+def test_a_bug_in_the_static_checks_is_raised_not_swallowed(monkeypatch):
+    import dexcli.graph.checks as checks
+
+    def broken(*args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(checks, "analyze", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        Registry([load_bad("unreachable")], checks=checks.static_problems)
+
+
+def test_source_that_cannot_be_read_gives_no_findings(monkeypatch):
+    import inspect
+
+    class Unread(Step[None]):
+        def execute(self, context: Context, input: None) -> StepDecision:
+            return go_to(Nowhere, None)  # noqa: F821 - would be an unknown target, if it were read
+
+    class UnreadFlow(Flow[None]):
+        def get_steps(self):
+            return StepList.start_step(Unread())
+
+    def unreadable(obj):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsourcefile", unreadable)
+    definition = build_definition(UnreadFlow(), checks=static_problems)
+    assert definition.warnings == [] and static_problems(definition) == ([], [])
 
 
 def test_source_not_available_gives_no_findings_and_never_raises():
@@ -129,7 +180,7 @@ def test_source_not_available_gives_no_findings_and_never_raises():
                      Flow=Flow, StepList=StepList, go_to=go_to)
     exec(compile(code, "<no source>", "exec"), namespace)
     flow = namespace["HiddenFlow"]()
-    definition = build_definition(flow)  # registers: no static errors
+    definition = build_definition(flow, checks=static_problems)  # registers: no static errors
     assert static_problems(definition) == ([], [])
     graph = build_graph(flow)
     assert graph.valid
