@@ -23,6 +23,7 @@ from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.faults import Faults
 from dexcli.engine.runner import Runner
+from dexcli.graph.checks import static_problems
 from dexcli.engine.views import inspect_flow
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
@@ -40,7 +41,7 @@ class DexTestEnv:
         self.path = Path(path)
         self.clock = Clock.virtual(start)
         self.store = Store(self.path)
-        self.engine = Engine(self.store, self.clock, Registry(), faults=faults)
+        self.engine = Engine(self.store, self.clock, Registry(checks=static_problems), faults=faults)
         self.client = Client(engine=self.engine)
         self.events: list[dict[str, Any]] = []
         self.engine.listeners.append(lambda e: self.events.append(e.as_dict()))

@@ -134,8 +134,12 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-step")
         self.set_default_executor(self._executor)
         self._clock_resolution = 1e-6
-        self._waker = lambda: self.call_soon_threadsafe(lambda: None) if not self.is_closed() else None
         clock.add_waker(self._waker)
+
+    def _waker(self) -> None:
+        """Wake the loop (from any thread) so its timers re-check after the clock moved."""
+        if not self.is_closed():
+            self.call_soon_threadsafe(lambda: None)
 
     def time(self) -> float:
         return self.clock.now()

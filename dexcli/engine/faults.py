@@ -17,7 +17,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dexcli.sdk.errors import UsageError
 
 CRASH_POINTS = {
     "attempt-start": "an attempt was leased and recorded; its handler has not run",
@@ -44,24 +43,24 @@ class CrashSpec:
         spec, _, step = text.partition("@")
         point, _, n = spec.partition(":")
         if point not in CRASH_POINTS:
-            raise UsageError(f"unknown crash point {point!r}; points: {', '.join(CRASH_POINTS)}")
+            raise ValueError(f"unknown crash point {point!r}; points: {', '.join(CRASH_POINTS)}")
         try:
             count = int(n) if n else 1
         except ValueError:
-            raise UsageError(f"crash point count must be a number: {text!r}") from None
+            raise ValueError(f"crash point count must be a number: {text!r}") from None
         if count < 1:
-            raise UsageError(f"crash point count must be at least 1: {text!r}")
+            raise ValueError(f"crash point count must be at least 1: {text!r}")
         return cls(point, count, step or None)
 
 
 def _step_and_n(text: str, what: str, default: int) -> tuple[str, int]:
     step, _, n = text.partition(":")
     if not step:
-        raise UsageError(f"{what} expects STEP[:N], got {text!r}")
+        raise ValueError(f"{what} expects STEP[:N], got {text!r}")
     try:
         return step, int(n) if n else default
     except ValueError:
-        raise UsageError(f"{what} expects STEP[:N] with a number, got {text!r}") from None
+        raise ValueError(f"{what} expects STEP[:N] with a number, got {text!r}") from None
 
 
 @dataclass

@@ -37,7 +37,8 @@ class Stream(Generic[T]):
         writer = getattr(context, "_dex_stream_write", None)
         if writer is None:
             raise TypeError("Stream.write needs the Context the step was given")
-        return writer(self, value)
+        frame: StepOutput | None = writer(self, value)
+        return frame
 
 
 @dataclass(frozen=True)

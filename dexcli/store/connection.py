@@ -30,10 +30,10 @@ class Cursor(sqlite3.Cursor):
 
 
 class Connection(sqlite3.Connection):
-    def cursor(self, factory: Any = Cursor) -> Any:  # type: ignore[override]
+    def cursor(self, factory: Any = Cursor) -> Any:
         return super().cursor(factory)
 
-    def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
         return self.cursor().execute(sql, parameters)
 
 

@@ -164,15 +164,21 @@ STREAM_COLUMNS = columns(StreamRecord)
 
 
 def flow_record(row: tuple[Any, ...]) -> FlowRecord:
-    return FlowRecord(*row[:4], FlowState(row[4]), *row[5:11], bool(row[11]), row[12])
+    values = list(row)
+    values[4], values[11] = FlowState(values[4]), bool(values[11])
+    return FlowRecord(*values)
 
 
 def step_record(row: tuple[Any, ...]) -> StepRecord:
-    return StepRecord(*row[:7], StepState(row[7]), *row[8:19], bool(row[19]), *row[20:23])
+    values = list(row)
+    values[7], values[19] = StepState(values[7]), bool(values[19])
+    return StepRecord(*values)
 
 
 def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:
-    return AttemptRecord(*row[:6], AttemptOutcome(row[6]), *row[7:12])
+    values = list(row)
+    values[6] = AttemptOutcome(values[6])
+    return AttemptRecord(*values)
 
 
 def history_record(row: tuple[Any, ...]) -> HistoryRecord:
