@@ -74,9 +74,9 @@ class Definitions:
         where = f"flow {definition.flow_type}, step {spec.step_type}"
         failure, failure_opts = None, None
         if opts.execute_failure_step is not None:
-            target = definition.resolve(opts.execute_failure_step)
+            target, problem = definition.failure_step(opts, where)
             if target is None:
-                raise InvalidStepResultError(f"{where}: the execute-failure step is not registered")
+                raise InvalidStepResultError(str(problem))
             failure = target.step_type
             if opts.execute_failure_step_options is not None:
                 failure_opts = self._resolve(definition, target, opts.execute_failure_step_options)

@@ -70,7 +70,7 @@ def backoff_delay(initial: float, coefficient: float, maximum: float, attempt: i
 def check_heartbeat_timeout(hb: timedelta | None, where: str) -> str | None:
     """The problem with a heartbeat timeout, if any: Dex refuses one under 10 s (0 = default)."""
     if hb is not None and 0 < hb.total_seconds() < MIN_HEARTBEAT_TIMEOUT.total_seconds():
-        return f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under 10 s"
+        return f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under the 10 s minimum"
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from dexcli.sdk.context import AsyncContext, Context
 from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
-from dexcli.sdk.options import MIN_HEARTBEAT_TIMEOUT, StepOptions
+from dexcli.sdk.options import StepOptions, check_heartbeat_timeout
 from dexcli.sdk.stream import Stream
 
 _NO_INPUT = object()
@@ -45,6 +45,14 @@ class FlowDefinition:
     steps: dict[str, StepSpec]
     streams: dict[str, Stream[Any]]
     warnings: list[str] = field(default_factory=list)
+
+    def failure_step(self, opts: StepOptions, where: str) -> tuple[StepSpec | None, str | None]:
+        """The registered step `opts` routes execute failures to, or why there is none."""
+        target = opts.execute_failure_step
+        rec = self.resolve(target)
+        if rec is None:
+            return None, f"{where}: on_execute_failure_proceed_to({_name(target)}) names a step that is not registered"
+        return rec, None
 
     def resolve(self, target: Any) -> StepSpec | None:
         """A Step class, a registered instance or a step type name -> its StepSpec."""
@@ -140,22 +148,17 @@ def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, p
     if not isinstance(opts, StepOptions):
         problems.append(f"{where}: get_step_options must return StepOptions, got {type(opts).__name__}")
         return
-    hb = opts.heartbeat_timeout
-    if hb is not None and 0 < hb.total_seconds() < MIN_HEARTBEAT_TIMEOUT.total_seconds():
-        problems.append(
-            f"{where}: heartbeat_timeout {hb.total_seconds():g} s is under the 10 s minimum"
-        )
+    hb_problem = check_heartbeat_timeout(opts.heartbeat_timeout, where)
+    if hb_problem is not None:
+        problems.append(hb_problem)
     for name in ("execute_method_timeout", "heartbeat_timeout"):
         value = getattr(opts, name)
         if value is not None and value.total_seconds() < 0:
             problems.append(f"{where}: {name} must not be negative")
-    target = opts.execute_failure_step
-    if target is not None:
-        rec = definition.resolve(target)
+    if opts.execute_failure_step is not None:
+        rec, problem = definition.failure_step(opts, where)
         if rec is None:
-            problems.append(
-                f"{where}: on_execute_failure_proceed_to({_name(target)}) names a step that is not registered"
-            )
+            problems.append(str(problem))
         elif rec.input_type != spec.input_type:
             problems.append(
                 f"{where}: recovery step {rec.step_type} takes {_tname(rec.input_type)}, "
