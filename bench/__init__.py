@@ -1,1 +1,1 @@
-"""Performance harness for dex (issue 6): `python -m bench` — see bench/run.py and RESULTS.md."""
+"""Performance harness for dex: `python -m bench` — see bench/run.py and RESULTS.md."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -35,10 +36,8 @@ def percentile(values: list[float], p: float) -> float:
 
 def fresh_db(path: Path) -> Path:
     for suffix in ("", "-wal", "-shm"):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
     return path
 
 

@@ -17,8 +17,9 @@ from bench.common import cpu_seconds, fresh_db, peak_rss_mib, percentile
 
 def available() -> tuple[bool, str]:
     try:
-        import dbos  # noqa: F401
         from importlib.metadata import version
+
+        import dbos  # noqa: F401
 
         return True, version("dbos")
     except Exception as exc:  # ImportError, or a broken install
@@ -89,7 +90,7 @@ def dbos_throughput(db: str, n: int) -> dict[str, Any]:
     created = called
     lat: list[float] = []
     ops: dict[str, list[int]] = {}
-    for wf, fid, done in conn.execute(
+    for wf, _fid, done in conn.execute(
             "SELECT workflow_uuid, function_id, completed_at_epoch_ms FROM operation_outputs ORDER BY workflow_uuid, "
             "function_id"):
         if wf in created:

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import sqlite3
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +93,7 @@ def sqlite_raw(db: str, seconds: float = 2.0) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- 2 -----
-FAST_POLL_INTERVAL = timedelta(seconds=0.5)  # issue 6's pollers scenario (a)
+FAST_POLL_INTERVAL = timedelta(seconds=0.5)  # the pollers scenario (a)
 FAST_JOB_SECONDS = 3.0
 
 

@@ -1,4 +1,4 @@
-"""`python -m bench`: run the scenarios of issue 6, print a table, write bench/RESULTS.md.
+"""`python -m bench`: run the performance scenarios, print a table, write bench/RESULTS.md.
 
 Every measurement runs in a fresh child interpreter (`python -m bench.child ...`) so CPU time
 and peak RSS belong to that scenario alone; DBOS runs in the same invocation, on the same
@@ -116,7 +116,7 @@ def _time_cmds(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> di
         ts = sorted(times[name])
         out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "cmd": " ".join(argv)}
         if name != "baseline" and "error" not in out["baseline"]:
-            over = sorted(t - b for t, b in zip(times[name], times["baseline"]))
+            over = sorted(t - b for t, b in zip(times[name], times["baseline"], strict=True))
             out[name]["over_ms"] = over[len(over) // 2]
     return out
 

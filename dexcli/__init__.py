@@ -15,84 +15,193 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the public API; at run time each name loads on first use
-    from dexcli.client import AsyncClient as AsyncClient, Client as Client
+    from dexcli.client import AsyncClient as AsyncClient
+    from dexcli.client import Client as Client
     from dexcli.sdk.context import (
         AsyncContext as AsyncContext,
+    )
+    from dexcli.sdk.context import (
         Context as Context,
+    )
+    from dexcli.sdk.context import (
         RecoveryError as RecoveryError,
+    )
+    from dexcli.sdk.context import (
         RecoveryErrorInfo as RecoveryErrorInfo,
+    )
+    from dexcli.sdk.context import (
         StepOutput as StepOutput,
+    )
+    from dexcli.sdk.context import (
         heartbeat as heartbeat,
     )
     from dexcli.sdk.decisions import (
         StepDecision as StepDecision,
+    )
+    from dexcli.sdk.decisions import (
         StepMovement as StepMovement,
+    )
+    from dexcli.sdk.decisions import (
         dead_end as dead_end,
+    )
+    from dexcli.sdk.decisions import (
         force_complete as force_complete,
+    )
+    from dexcli.sdk.decisions import (
         force_complete_if_channels_empty as force_complete_if_channels_empty,
+    )
+    from dexcli.sdk.decisions import (
         force_fail as force_fail,
+    )
+    from dexcli.sdk.decisions import (
         go_to as go_to,
+    )
+    from dexcli.sdk.decisions import (
         go_to_many as go_to_many,
+    )
+    from dexcli.sdk.decisions import (
         go_to_multi as go_to_multi,
+    )
+    from dexcli.sdk.decisions import (
         graceful_complete as graceful_complete,
+    )
+    from dexcli.sdk.decisions import (
         retry_after as retry_after,
     )
     from dexcli.sdk.errors import (
         DexServiceError as DexServiceError,
+    )
+    from dexcli.sdk.errors import (
         FlowAlreadyStartedError as FlowAlreadyStartedError,
+    )
+    from dexcli.sdk.errors import (
         FlowCodeError as FlowCodeError,
+    )
+    from dexcli.sdk.errors import (
         FlowDefinitionError as FlowDefinitionError,
+    )
+    from dexcli.sdk.errors import (
         FlowNotActiveError as FlowNotActiveError,
+    )
+    from dexcli.sdk.errors import (
         FlowNotActiveOrNotFoundError as FlowNotActiveOrNotFoundError,
+    )
+    from dexcli.sdk.errors import (
         FlowNotFoundError as FlowNotFoundError,
+    )
+    from dexcli.sdk.errors import (
         InvalidStepResultError as InvalidStepResultError,
+    )
+    from dexcli.sdk.errors import (
         LongPollTimeoutError as LongPollTimeoutError,
+    )
+    from dexcli.sdk.errors import (
         NotSupportedYetError as NotSupportedYetError,
+    )
+    from dexcli.sdk.errors import (
         ValueMappingError as ValueMappingError,
+    )
+    from dexcli.sdk.errors import (
         WorkerInvocationError as WorkerInvocationError,
     )
     from dexcli.sdk.flow import (
         Flow as Flow,
+    )
+    from dexcli.sdk.flow import (
         PersistenceSchema as PersistenceSchema,
+    )
+    from dexcli.sdk.flow import (
         Step as Step,
+    )
+    from dexcli.sdk.flow import (
         StepList as StepList,
     )
     from dexcli.sdk.options import (
         RetryPolicy as RetryPolicy,
+    )
+    from dexcli.sdk.options import (
         StepDurability as StepDurability,
+    )
+    from dexcli.sdk.options import (
         StepOptions as StepOptions,
+    )
+    from dexcli.sdk.options import (
         WaitForFailurePolicy as WaitForFailurePolicy,
     )
     from dexcli.sdk.registry import Registry as Registry
     from dexcli.sdk.results import (
         FlowErrorType as FlowErrorType,
+    )
+    from dexcli.sdk.results import (
         FlowInfo as FlowInfo,
+    )
+    from dexcli.sdk.results import (
         FlowResult as FlowResult,
+    )
+    from dexcli.sdk.results import (
         FlowStatus as FlowStatus,
+    )
+    from dexcli.sdk.results import (
         IdReusePolicy as IdReusePolicy,
+    )
+    from dexcli.sdk.results import (
         StartFlowOptions as StartFlowOptions,
+    )
+    from dexcli.sdk.results import (
         StepCompletion as StepCompletion,
+    )
+    from dexcli.sdk.results import (
         StopFlowOptions as StopFlowOptions,
+    )
+    from dexcli.sdk.results import (
         StopType as StopType,
     )
     from dexcli.sdk.stream import (
         Stream as Stream,
+    )
+    from dexcli.sdk.stream import (
         StreamMessage as StreamMessage,
+    )
+    from dexcli.sdk.stream import (
         StreamMessagesPage as StreamMessagesPage,
     )
     from dexcli.sdk.waiting import (
         Attribute as Attribute,
+    )
+    from dexcli.sdk.waiting import (
         AttributeIndex as AttributeIndex,
+    )
+    from dexcli.sdk.waiting import (
         AttributeLock as AttributeLock,
+    )
+    from dexcli.sdk.waiting import (
         AttributeMap as AttributeMap,
+    )
+    from dexcli.sdk.waiting import (
         Channel as Channel,
+    )
+    from dexcli.sdk.waiting import (
         ChannelMap as ChannelMap,
+    )
+    from dexcli.sdk.waiting import (
         ConditionCombination as ConditionCombination,
+    )
+    from dexcli.sdk.waiting import (
         IndexType as IndexType,
+    )
+    from dexcli.sdk.waiting import (
         RPCResult as RPCResult,
+    )
+    from dexcli.sdk.waiting import (
         SubFlow as SubFlow,
+    )
+    from dexcli.sdk.waiting import (
         Timer as Timer,
+    )
+    from dexcli.sdk.waiting import (
         Wait as Wait,
+    )
+    from dexcli.sdk.waiting import (
         rpc as rpc,
     )
 

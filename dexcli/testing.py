@@ -23,8 +23,8 @@ from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.faults import Faults
 from dexcli.engine.runner import Runner
-from dexcli.graph.checks import static_problems
 from dexcli.engine.views import inspect_flow
+from dexcli.graph.checks import static_problems
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import FlowResult
@@ -78,7 +78,7 @@ class DexTestEnv:
         if self._tmp is not None:
             self._tmp.cleanup()
 
-    def __enter__(self) -> "DexTestEnv":
+    def __enter__(self) -> DexTestEnv:
         return self
 
     def __exit__(self, *exc: Any) -> None:

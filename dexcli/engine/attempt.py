@@ -9,8 +9,9 @@ write and decision is refused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dexcli.engine.deadlines import earliest_deadline
@@ -79,7 +80,8 @@ class AttemptRun:
         return self.fenced
 
     def _refuse(self, what: str) -> AttemptFencedError:
-        return AttemptFencedError(f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused")
+        return AttemptFencedError(
+            f"{self.seid} attempt {self.attempt} has ended ({self.fenced}); its {what} is refused")
 
     # --- outputs from the handler ---------------------------------------------------------
     def heartbeat(self, value: Any = OMITTED) -> None:
@@ -121,7 +123,7 @@ class _Context:
         self.from_step_execution_id: str = step.from_step_execution_id
         self.attempt: int = run.attempt
         first = step.first_attempt_at or run.started
-        self.first_attempt_at = datetime.fromtimestamp(int(first), tz=timezone.utc)
+        self.first_attempt_at = datetime.fromtimestamp(int(first), tz=UTC)
         self._has_hb = step.has_heartbeat_value
         self._hb = step.heartbeat_value
         rec = step.recovery_error
@@ -217,7 +219,5 @@ async def _drive_generator(run: AttemptRun, gen: Any, run_in_thread: Any) -> Any
             else:
                 run.stream_write(frame.stream, frame.value)
     finally:
-        try:
+        with contextlib.suppress(ValueError):  # still running in its thread after a timeout: fenced
             gen.close()
-        except ValueError:  # still running in its thread after a timeout: it is fenced
-            pass

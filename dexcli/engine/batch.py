@@ -81,7 +81,7 @@ class GroupCommit:
                     _settle(unit, exc)
                 return
             self.flushes += 1
-            for unit, result in zip(batch, results):
+            for unit, result in zip(batch, results, strict=True):
                 try:
                     if unit.done is not None:
                         unit.done(result)

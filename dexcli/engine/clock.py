@@ -20,8 +20,9 @@ import contextvars
 import selectors
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ class Clock:
         self._wakers: list[Callable[[], None]] = []
 
     @classmethod
-    def virtual(cls, start: float | None = None) -> "Clock":
+    def virtual(cls, start: float | None = None) -> Clock:
         return cls(follow_real=False, auto_advance=True, start=start)
 
     def now(self) -> float:

@@ -296,7 +296,7 @@ class Engine:
             if run.task is not None:
                 run.task.cancel()
             return
-        for (stream, text, _, _), token in zip(out.streams, tokens):
+        for (stream, text, _, _), token in zip(out.streams, tokens, strict=True):
             run.stream_writes += 1
             self.emit("streamMessage", run.flow_id, stepExecutionId=run.seid, stream=stream.name,
                       value=json.loads(text), resumeToken=str(token) if token else None,

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
-
 
 CRASH_POINTS = {
     "attempt-start": "an attempt was leased and recorded; its handler has not run",
@@ -39,7 +38,7 @@ class CrashSpec:
     step: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "CrashSpec":
+    def parse(cls, text: str) -> CrashSpec:
         spec, _, step = text.partition("@")
         point, _, n = spec.partition(":")
         if point not in CRASH_POINTS:
@@ -73,7 +72,7 @@ class Faults:
 
     @classmethod
     def from_options(cls, crash_at: str | None = None, stall: str | None = None,
-                     fail: str | None = None) -> "Faults":
+                     fail: str | None = None) -> Faults:
         return cls(
             crash=CrashSpec.parse(crash_at) if crash_at else None,
             stall=_step_and_n(stall, "--stall", 1) if stall else None,

@@ -8,6 +8,7 @@ next of those times or until something wakes it (an attempt ended, a flow starte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -122,10 +123,8 @@ class Scheduler:
         assert self._wake is not None
         self._wake.clear()
         if timeout is None or timeout > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            except (asyncio.TimeoutError, TimeoutError):
-                pass
         else:
             await asyncio.sleep(0)
         task = asyncio.current_task()

@@ -25,11 +25,11 @@ from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, timeout_detail
 from dexcli.engine.definitions import Definitions
+from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
-from dexcli.sdk.decisions import DecisionKind
 from dexcli.store import AttemptOutcome, FlowState, Runnable, StepRecord, StepState, Tx
 
 START_SOURCE = "__start__"
@@ -284,7 +284,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary, closed, ())
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    leased = tuple(Leased(s, flow.run_id, n.spec, definition, n.options) for s, n in zip(created, plan)) \
+    leased = tuple(Leased(s, flow.run_id, n.spec, definition, n.options) for s, n in zip(created, plan, strict=True)) \
         if lease_next else ()
     return Completed(summary, None, leased)
 
@@ -292,8 +292,9 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
 def _summary(decision: Decision, created: list[StepRecord]) -> dict[str, Any]:
     summary: dict[str, Any] = {"kind": decision.kind.value}
     if created:
+        pairs = zip(created, decision.next_steps, strict=True)
         summary["next"] = [{"stepType": s.step_type, "stepExecutionId": s.step_execution_id,
-                            "input": json.loads(n.input_json)} for s, n in zip(created, decision.next_steps)]
+                            "input": json.loads(n.input_json)} for s, n in pairs]
     if decision.has_output:
         summary["output"] = decision.output
     if decision.reason is not None:

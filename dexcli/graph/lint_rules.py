@@ -98,7 +98,8 @@ class StepFacts:
                 if target is not None and type(eval_ref(target, fi, self.instance)).__name__ == "Stream":
                     return True
             helper = self.self_method(n, fi)
-            if helper is not None and depth < 3 and helper is not fi and self.heartbeats(helper.node, helper, depth + 1):
+            if (helper is not None and depth < 3 and helper is not fi
+                    and self.heartbeats(helper.node, helper, depth + 1)):
                 return True
         return False
 
@@ -208,9 +209,8 @@ def _unprotected_awaits(step: StepFacts, node: ast.AST, fi: FuncInfo, depth: int
             call = n.value
         elif isinstance(n, ast.Call) and not isinstance(fi.parents.get(n), ast.Await):
             base = (dotted(n.func) or "").split(".")
-            if (len(base) == 2 and base[0] in _HTTP_MODULES) or base[-1] == "urlopen":
-                if not _has_timeout_kw(n):
-                    found.append((n, unparse(n)))
+            if ((len(base) == 2 and base[0] in _HTTP_MODULES) or base[-1] == "urlopen") and not _has_timeout_kw(n):
+                found.append((n, unparse(n)))
             continue
         if call is None:
             continue
@@ -281,9 +281,7 @@ def _rule_hand_written_deadline(step: StepFacts) -> list[Hit]:
             inner = list(ast.walk(a))
             if any(isinstance(x, ast.Attribute) and x.attr == "first_attempt_at" for x in inner):
                 hits.append((fi.file, a.lineno, "first_attempt_at arithmetic"))
-            elif any(_is_clock_call(x) for x in inner):
-                hits.append((fi.file, a.lineno, unparse(a)))
-            elif any(isinstance(x, ast.Name) and x.id in clock_vars for x in inner):
+            elif any(_is_clock_call(x) or (isinstance(x, ast.Name) and x.id in clock_vars) for x in inner):
                 hits.append((fi.file, a.lineno, unparse(a)))
     if not hits:
         return []
@@ -380,7 +378,8 @@ def _rule_page_token(step: StepFacts) -> list[Hit]:
                 what = "a new run (SubFlow.run)"
             elif name == "go_to" or (name == "of" and (dotted(n.func) or "").endswith("StepMovement.of")):
                 site = next((s for s in step.source.sites if s.line == n.lineno and s.kind == "goTo"), None)
-                if site is not None and resolve_target(site, step.instance, step.flow_steps).step_type == step.step_type:
+                target = resolve_target(site, step.instance, step.flow_steps) if site is not None else None
+                if target is not None and target.step_type == step.step_type:
                     what = "a new execution of itself"
             if what is None:
                 continue

@@ -13,10 +13,11 @@ import inspect
 import linecache
 import operator
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 # Methods of a Step that are not part of its decision logic.
 NON_DECISION_METHODS = frozenset({"get_step_options", "get_step_type", "__init__", "wait_for"})

@@ -29,13 +29,13 @@ def encode(value: Any) -> str:
 
 
 @lru_cache(maxsize=512)
-def _adapter(tp: Any) -> "TypeAdapter[Any]":
+def _adapter(tp: Any) -> TypeAdapter[Any]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(tp)
 
 
-def adapter(tp: Any) -> "TypeAdapter[Any]":
+def adapter(tp: Any) -> TypeAdapter[Any]:
     try:
         return _adapter(tp)
     except TypeError:  # unhashable type expression
@@ -66,7 +66,7 @@ def type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
 
 
-def describe_validation_error(exc: "ValidationError", tp: Any) -> str:
+def describe_validation_error(exc: ValidationError, tp: Any) -> str:
     first = exc.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ()))
     where = f" at field '{loc}'" if loc else ""

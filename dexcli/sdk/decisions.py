@@ -12,9 +12,9 @@ from dexcli.sdk.errors import InvalidStepResultError
 class _Omitted:
     """Marks an output that was not given (distinct from None)."""
 
-    _instance: "_Omitted | None" = None
+    _instance: _Omitted | None = None
 
-    def __new__(cls) -> "_Omitted":
+    def __new__(cls) -> _Omitted:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -46,7 +46,7 @@ class StepMovement:
     options: Any = None
 
     @classmethod
-    def of(cls, step: Any, input: Any = None, *, options: Any = None) -> "StepMovement":
+    def of(cls, step: Any, input: Any = None, *, options: Any = None) -> StepMovement:
         return cls(step=step, input=input, options=options)
 
 
@@ -59,13 +59,13 @@ class StepDecision:
     canceling_steps: tuple[Any, ...] = field(default=())
     canceling_sibling_steps: tuple[Any, ...] = field(default=())
 
-    def with_canceling_steps(self, *steps: Any) -> "StepDecision":
+    def with_canceling_steps(self, *steps: Any) -> StepDecision:
         return StepDecision(
             self.kind, self.movements, self.output, self.reason,
             self.canceling_steps + steps, self.canceling_sibling_steps,
         )
 
-    def with_canceling_sibling_steps(self, *steps: Any) -> "StepDecision":
+    def with_canceling_sibling_steps(self, *steps: Any) -> StepDecision:
         return StepDecision(
             self.kind, self.movements, self.output, self.reason,
             self.canceling_steps, self.canceling_sibling_steps + steps,

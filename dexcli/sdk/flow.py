@@ -42,18 +42,18 @@ class StepList(Generic[StartT]):
         self.others = tuple(others)
 
     @classmethod
-    def start_step(cls, step: Step[Any]) -> "StepList[Any]":
+    def start_step(cls, step: Step[Any]) -> StepList[Any]:
         return cls(step)
 
     @classmethod
-    def empty(cls) -> "StepList[Any]":
+    def empty(cls) -> StepList[Any]:
         return cls(None)
 
     @classmethod
-    def without_start_step(cls, *steps: Step[Any]) -> "StepList[Any]":
+    def without_start_step(cls, *steps: Step[Any]) -> StepList[Any]:
         return cls(None, steps)
 
-    def other_steps(self, *steps: Step[Any]) -> "StepList[StartT]":
+    def other_steps(self, *steps: Step[Any]) -> StepList[StartT]:
         return StepList(self.start, self.others + tuple(steps))
 
     def all_steps(self) -> list[Step[Any]]:
@@ -70,7 +70,7 @@ class PersistenceSchema:
         self.streams = tuple(streams)
 
     @classmethod
-    def of(cls, *definitions: Any) -> "PersistenceSchema":
+    def of(cls, *definitions: Any) -> PersistenceSchema:
         from dexcli.sdk.stream import Stream
         from dexcli.sdk.waiting import Attribute, AttributeMap, Channel, ChannelMap
 
@@ -87,7 +87,7 @@ class PersistenceSchema:
         return cls(tuple(attrs), tuple(chans), tuple(streams))
 
     @classmethod
-    def empty(cls) -> "PersistenceSchema":
+    def empty(cls) -> PersistenceSchema:
         return cls()
 
     def all(self) -> tuple[Any, ...]:

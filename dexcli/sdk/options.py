@@ -45,7 +45,7 @@ class RetryPolicy:
     maximum_attempts: int = 0
     total_duration: timedelta | None = None
 
-    def resolved(self) -> "RetryPolicy":
+    def resolved(self) -> RetryPolicy:
         return RetryPolicy(
             initial_interval=self.initial_interval or DEFAULT_INITIAL_INTERVAL,
             backoff_coefficient=self.backoff_coefficient or DEFAULT_BACKOFF_COEFFICIENT,
@@ -99,11 +99,11 @@ class StepOptions:
     execute_load_channel_maps: tuple[Any, ...] = ()
     execute_load_channel_map_instances: tuple[Any, ...] = ()
     execute_failure_step: Any = field(default=None, compare=False)
-    execute_failure_step_options: "StepOptions | None" = field(default=None, compare=False)
+    execute_failure_step_options: StepOptions | None = field(default=None, compare=False)
 
     def on_execute_failure_proceed_to(
-        self, step: Any, options: "StepOptions | None" = None
-    ) -> "StepOptions":
+        self, step: Any, options: StepOptions | None = None
+    ) -> StepOptions:
         """A copy whose Execute, once retries are exhausted or a limit expires, moves to `step`."""
         return dataclasses.replace(
             self, execute_failure_step=step, execute_failure_step_options=options
@@ -138,7 +138,7 @@ class ResolvedOptions:
     total_duration: float
     durability: str
     failure_step: str | None = None  # the execute-failure route's step type
-    failure_step_options: "ResolvedOptions | None" = None
+    failure_step_options: ResolvedOptions | None = None
 
     def delay_after(self, attempt: int) -> float:
         return backoff_delay(self.initial_interval, self.backoff_coefficient, self.maximum_interval, attempt)
@@ -159,11 +159,11 @@ class ResolvedOptions:
         return _to_json(self)
 
     @staticmethod
-    def from_json(text: str) -> "ResolvedOptions":
+    def from_json(text: str) -> ResolvedOptions:
         return _from_json(text)
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> "ResolvedOptions":
+    def from_dict(d: dict[str, Any]) -> ResolvedOptions:
         nested = d.get("failureStepOptions")
         return ResolvedOptions(
             d["methodTimeout"], d["heartbeatTimeout"], d["initialInterval"], d["backoffCoefficient"],

@@ -7,9 +7,10 @@ WaitFor, Channel, Attribute or RPC raises NotSupportedYetError with a clear mess
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dexcli.sdk.errors import NotSupportedYetError
 
@@ -26,7 +27,7 @@ class Timer:
     condition_id: str | None = None
 
     @classmethod
-    def by_duration(cls, duration: timedelta, *, condition_id: str | None = None) -> "Timer":
+    def by_duration(cls, duration: timedelta, *, condition_id: str | None = None) -> Timer:
         if duration.total_seconds() < 0 or duration.total_seconds() != int(duration.total_seconds()):
             raise ValueError("Timer.by_duration needs a whole, non-negative number of seconds")
         return cls(duration, condition_id)
@@ -86,7 +87,7 @@ class ConditionCombination:
     conditions: tuple[Any, ...]
 
     @classmethod
-    def of(cls, *conditions: Any) -> "ConditionCombination":
+    def of(cls, *conditions: Any) -> ConditionCombination:
         return cls(tuple(conditions))
 
 
@@ -96,23 +97,23 @@ class Wait:
     conditions: tuple[Any, ...] = ()
 
     @classmethod
-    def until(cls, condition: Any) -> "Wait":
+    def until(cls, condition: Any) -> Wait:
         return cls("all_of", (condition,))
 
     @classmethod
-    def all_of(cls, *conditions: Any) -> "Wait":
+    def all_of(cls, *conditions: Any) -> Wait:
         return cls("all_of", conditions)
 
     @classmethod
-    def any_of(cls, *conditions: Any) -> "Wait":
+    def any_of(cls, *conditions: Any) -> Wait:
         return cls("any_of", conditions)
 
     @classmethod
-    def any_combination_of(cls, *combinations: ConditionCombination) -> "Wait":
+    def any_combination_of(cls, *combinations: ConditionCombination) -> Wait:
         return cls("any_combination_of", combinations)
 
     @classmethod
-    def skip_immediately(cls) -> "Wait":
+    def skip_immediately(cls) -> Wait:
         return cls("skip", ())
 
 
@@ -178,7 +179,7 @@ class SubFlow:
     options: Any = None
 
     @classmethod
-    def run(cls, flow: Any, input: Any = None, options: Any = None) -> "SubFlow":
+    def run(cls, flow: Any, input: Any = None, options: Any = None) -> SubFlow:
         return cls(flow, input, options)
 
 
