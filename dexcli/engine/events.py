@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dexcli.engine.deadlines import iso
+
+log = logging.getLogger("dexcli.engine")
 
 
 @dataclass(frozen=True)
@@ -24,15 +27,29 @@ Listener = Callable[[Event], None]
 
 
 class Emitter:
-    """Calls each listener with each event, in order, on the engine's thread."""
+    """Calls each listener with each event, in order, on the engine's thread.
+
+    A listener that raises is removed and its error handed to `on_listener_error` (by default
+    logged): a broken view or a closed pipe never stops the engine or loses a commit.
+    """
 
     def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
         self.listeners: list[Listener] = []
+        self.on_listener_error: Callable[[Listener, Exception], None] = _log_error
 
     def emit(self, type_: str, flow_id: str, **data: Any) -> None:
         if not self.listeners:
             return
         ev = Event(type_, flow_id, self._now(), data)
         for fn in list(self.listeners):
-            fn(ev)
+            try:
+                fn(ev)
+            except Exception as exc:
+                if fn in self.listeners:
+                    self.listeners.remove(fn)
+                self.on_listener_error(fn, exc)
+
+
+def _log_error(listener: Listener, exc: Exception) -> None:
+    log.error("an event listener failed and was removed: %s", exc, exc_info=exc)
