@@ -186,10 +186,11 @@ def heartbeat(tx: Tx, key: AttemptKey, flow_type: str, heartbeat_timeout: float,
 def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | None = None,
           open_steps: bool = True) -> None:
     """End the flow: its open steps cancelled (`open_steps=False`: the caller counted none),
-    FlowClosed with the collected results."""
+    FlowClosed with the collected results. A flow that has already ended is left as it is."""
+    if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions):
+        return
     if open_steps:
         tx.cancel_open_steps(flow_id, now)
-    tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions)
     if completions is None:
         flow = tx.get_flow(flow_id)
         completions = flow.completions if flow else "[]"

@@ -88,6 +88,16 @@ class Store:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value "
                 "WHERE CAST(excluded.value AS REAL) > CAST(meta.value AS REAL)", (repr(offset),))
 
+    def skip_clock(self, seconds: float) -> float:
+        """Move the database clock forward by `seconds` in one transaction; returns the new offset."""
+        with self.tx() as tx:
+            tx.c.execute(
+                "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) ON CONFLICT(key) DO UPDATE SET "
+                "value = CAST(CAST(meta.value AS REAL) + CAST(excluded.value AS REAL) AS TEXT)",
+                (repr(max(0.0, seconds)),))
+            value = scalar(tx.c, "SELECT value FROM meta WHERE key = 'clock_offset'")
+        return float(value)
+
     # --- reads ----------------------------------------------------------------------------
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,))

@@ -1,0 +1,167 @@
+"""Store reads outside a transaction: flow lists, history, the schedule, the clock offset, kv."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dexcli.store import FlowState, Schedule, StepState, Store
+from tests.store.builders import T0, add_flow, add_running, add_step
+
+
+# ---------------------------------------------------------------------------- list_flows ---
+@pytest.fixture
+def five(store: Store) -> Store:
+    """a..e started at T0+0..4 (c and d at the same time, d inserted later); b and d closed;
+    e is a Refunds flow."""
+    with store.tx() as tx:
+        for fid, at in (("a", 0), ("b", 1), ("c", 2), ("d", 2)):
+            add_flow(tx, fid, start_time=T0 + at)
+        add_flow(tx, "e", start_time=T0 + 4, flow_type="Refunds")
+        tx.close_flow("b", FlowState.COMPLETED, T0 + 5, None, None)
+        tx.close_flow("d", FlowState.FAILED, T0 + 5, "X", "x")
+    return store
+
+
+def _ids(flows: list) -> list[str]:
+    return [f.flow_id for f in flows]
+
+
+def test_list_flows_is_newest_first_later_insert_first_on_ties(five: Store) -> None:
+    assert _ids(five.list_flows()) == ["e", "d", "c", "b", "a"]
+
+
+def test_list_flows_filters_by_status_and_type(five: Store) -> None:
+    assert _ids(five.list_flows(status=FlowState.RUNNING)) == ["e", "c", "a"]
+    assert _ids(five.list_flows(status=FlowState.FAILED)) == ["d"]
+    assert _ids(five.list_flows(status=FlowState.CANCELED)) == []
+    assert _ids(five.list_flows(flow_type="Orders")) == ["d", "c", "b", "a"]
+    assert _ids(five.list_flows(status=FlowState.RUNNING, flow_type="Orders")) == ["c", "a"]
+    assert _ids(five.list_flows(flow_type="Nope")) == []
+
+
+def test_list_flows_limit_keeps_the_newest(five: Store) -> None:
+    assert _ids(five.list_flows(limit=2)) == ["e", "d"]
+    assert _ids(five.list_flows(status=FlowState.RUNNING, limit=1)) == ["e"]
+
+
+def test_list_flows_returns_enums(five: Store) -> None:
+    assert {f.flow_id: f.status for f in five.list_flows()}["d"] is FlowState.FAILED
+
+
+# ---------------------------------------------------------------------------- history ------
+def test_history_of_is_in_event_order_and_resumes_after_an_event_id(store: Store) -> None:
+    with store.tx() as tx:
+        ids = [tx.add_event("f", T0 + i, f"E{i}", {"i": i}) for i in range(4)]
+        tx.add_event("g", T0, "Other", {})
+    assert ids == sorted(ids) and len(set(ids)) == 4
+    events = store.history_of("f")
+    assert [(e.event_id, e.type, json.loads(e.payload)) for e in events] == [
+        (ids[i], f"E{i}", {"i": i}) for i in range(4)]
+    assert [e.type for e in store.history_of("f", after_event_id=ids[1])] == ["E2", "E3"]
+    assert store.history_of("f", after_event_id=ids[3]) == []
+
+
+# ---------------------------------------------------------------------------- schedule -----
+def test_schedule_of_an_empty_database_or_no_flows(store: Store) -> None:
+    assert store.schedule(None, "me") == Schedule(None, ())
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_step(tx, "f", "A-1")
+        add_running(tx, "f", "B-1", "other")
+    assert store.schedule([], "me") == Schedule(None, ())
+
+
+def test_schedule_due_is_the_first_queued_or_retry_time(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "g")
+        add_step(tx, "f", "A-1", next_attempt_at=T0 + 30)
+        add_step(tx, "f", "B-1", status=StepState.BACKOFF, attempt=1, next_attempt_at=T0 + 20)
+        add_step(tx, "g", "A-1", next_attempt_at=T0 + 10)
+        add_step(tx, "f", "Done-1", status=StepState.COMPLETED, next_attempt_at=T0)
+        add_running(tx, "f", "Mine-1", "me")
+    assert store.schedule(None, "me").due == T0 + 10
+    assert store.schedule(["f"], "me").due == T0 + 20
+    assert store.schedule(["nope"], "me").due is None
+
+
+def test_schedule_foreign_lists_other_owners_running_attempts_with_their_first_deadline(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "g")
+        add_running(tx, "f", "A-1", "other", heartbeat_deadline=T0 + 60, attempt_deadline=T0 + 600)
+        add_running(tx, "f", "B-1", "other", heartbeat_deadline=T0 + 60, attempt_deadline=T0 + 30)
+        add_running(tx, "f", "C-1", "third", heartbeat_deadline=T0 + 60, total_deadline=T0 + 45)
+        add_running(tx, "f", "Mine-1", "me", heartbeat_deadline=T0 + 1)
+        add_running(tx, "g", "A-1", "other", heartbeat_deadline=T0 + 5)
+    schedule = store.schedule(["f"], "me")
+    assert schedule.due is None
+    assert sorted(schedule.foreign, key=str) == sorted(
+        [("other", T0 + 60), ("other", T0 + 30), ("third", T0 + 45)], key=str)
+    assert len(store.schedule(None, "me").foreign) == 4
+    assert sorted(store.schedule(None, "other").foreign, key=str) == sorted(
+        [("third", T0 + 45), ("me", T0 + 1)], key=str)
+
+
+# ---------------------------------------------------------------------------- clock --------
+def test_the_clock_offset_only_moves_forward_and_is_shared(store: Store, db: Path) -> None:
+    assert store.clock_offset() == 0.0
+    store.set_clock_offset(120.5)
+    assert store.clock_offset() == 120.5
+    store.set_clock_offset(60.0)
+    assert store.clock_offset() == 120.5
+    store.set_clock_offset(1e6 + 0.25)
+    assert store.clock_offset() == 1e6 + 0.25
+    other = Store(db)
+    try:
+        assert other.clock_offset() == 1e6 + 0.25
+        other.set_clock_offset(9.0)
+    finally:
+        other.close()
+    assert store.clock_offset() == 1e6 + 0.25
+
+
+def test_the_clock_offset_compares_as_a_number_not_as_text(store: Store) -> None:
+    store.set_clock_offset(9.5)
+    store.set_clock_offset(10.0)  # "10.0" < "9.5" as text
+    assert store.clock_offset() == 10.0
+
+
+# ---------------------------------------------------------------------------- kv -----------
+def test_kv_round_trips_json_values_per_namespace(store: Store) -> None:
+    assert store.kv_get("jobs", "j1") is None
+    store.kv_put("jobs", "j1", {"state": "QUEUED", "tries": [1, 2]})
+    store.kv_put("other", "j1", "x")
+    assert store.kv_get("jobs", "j1") == {"state": "QUEUED", "tries": [1, 2]}
+    store.kv_put("jobs", "j1", None)
+    assert store.kv_get("jobs", "j1") is None
+    assert store.kv_get("other", "j1") == "x"
+    with store.tx() as tx:
+        tx.kv_put("jobs", "j2", 3)
+        assert tx.kv_get("jobs", "j2") == 3
+
+
+def test_kv_update_is_read_modify_write_and_a_raise_changes_nothing(store: Store) -> None:
+    assert store.kv_update("n", "count", lambda v: (v or 0) + 1) == 1
+    assert store.kv_update("n", "count", lambda v: v + 1) == 2
+
+    def refuse(value: int) -> int:
+        raise ValueError(f"no: {value}")
+
+    with pytest.raises(ValueError, match="no: 2"):
+        store.kv_update("n", "count", refuse)
+    assert store.kv_get("n", "count") == 2
+
+
+def test_skipping_the_clock_adds_to_the_offset_in_one_transaction(store: Store, db: Path) -> None:
+    assert store.skip_clock(120) == 120.0
+    other = Store(db)
+    try:  # two processes skipping: both skips count
+        assert other.skip_clock(30.5) == 150.5
+    finally:
+        other.close()
+    assert store.skip_clock(-50) == 150.5  # never back
+    assert store.clock_offset() == 150.5
