@@ -2,8 +2,11 @@
 database says before and after recovery, and check the recovery rules.
 
 Every trial has its own database (time skips move a database's clock for every flow in it).
-Trials are independent, so a module submits all of its trials to one thread pool up front and
-each test then waits for its own trial: the subprocess work overlaps, the assertions stay per test.
+Trials are independent: each module lists its trials by name in a `Trials`, and each test names
+the trials it reads with `@pytest.mark.trials(...)`. Before the first crash test, the conftest
+submits the trials of every selected test (and only those) to one thread pool; each test then
+waits for its own. The subprocess work overlaps, the assertions stay per test, and a test run
+on its own runs only its own trials.
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+import pytest
 
 from dexcli.engine.doctor import check as doctor_check
 from dexcli.store import Store
@@ -41,8 +48,82 @@ POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("DEX_CRASH_JOBS", "5"))
                           thread_name_prefix="crash-trial")
 
 
-def submit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-    return POOL.submit(fn, *args, **kwargs)
+# pytest-timeout for a crash test: it may first wait for the trials queued before its own
+# (the whole suite's, when the first test of a full run waits), and a hung subprocess is given
+# STEP_TIMEOUT to fail with its own message first.
+TEST_TIMEOUT = 300
+
+
+class Trials:
+    """One module's trials by name. A trial runs `fn(db, *args)` on a database of its own, once,
+    in the shared pool, when it is first needed: the conftest submits up front the trials the
+    selected tests name in their `trials` marks; `trials[name]` waits for one (and submits it
+    if nobody did)."""
+
+    def __init__(self, folder: str, priority: int) -> None:
+        self.folder = folder
+        self.priority = priority  # lower first: long real-time trials should start early
+        self._specs: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+        self._futures: dict[str, Future] = {}
+        self._factory: pytest.TempPathFactory | None = None
+        self._base: Path | None = None
+
+    def add(self, name: str, fn: Callable[..., Any], *args: Any) -> None:
+        assert name not in self._specs, f"trial {name} added twice"
+        self._specs[name] = (fn, args)
+
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def bind(self, factory: pytest.TempPathFactory) -> Trials:
+        """Use `factory` for the trials' folders (one per module, made when the first trial starts)."""
+        self._factory = self._factory or factory
+        return self
+
+    def submit(self, names: Iterable[str]) -> None:
+        """Start the named trials that have not started, in the order they were added."""
+        wanted = set(names)
+        unknown = wanted - set(self._specs)
+        assert not unknown, f"{self.folder}: no trial named {sorted(unknown)}"
+        for name in self._specs:
+            if name in wanted:
+                self.future(name)
+
+    def future(self, name: str) -> Future:
+        fut = self._futures.get(name)
+        if fut is None:
+            fn, args = self._specs[name]
+            if self._base is None:
+                assert self._factory is not None, "Trials.bind(tmp_path_factory) first"
+                self._base = self._factory.mktemp(self.folder)
+            folder = self._base / name
+            folder.mkdir()
+            fut = self._futures[name] = POOL.submit(fn, folder / "dex.db", *args)
+        return fut
+
+    def __getitem__(self, name: str) -> Any:
+        """The trial's result (it runs now if it was not submitted yet); its exception, if it raised."""
+        return self.future(name).result()
+
+    def only(self, names: Iterable[str]) -> NamedTrials:
+        """A view that reads the named trials and refuses any other: a trial a test reads without
+        naming it in its mark would start only when read, instead of up front with the others."""
+        return NamedTrials(self, frozenset(names))
+
+    def cancel_pending(self) -> None:
+        """Drop the submitted trials that have not started (the session is ending early)."""
+        for fut in self._futures.values():
+            fut.cancel()
+
+
+@dataclass(frozen=True)
+class NamedTrials:
+    trials: Trials
+    names: frozenset[str]
+
+    def __getitem__(self, name: str) -> Any:
+        assert name in self.names, f"the test reads trial {name!r}: add it to its @pytest.mark.trials(...)"
+        return self.trials[name]
 
 
 # ---------------------------------------------------------------------------- processes ----
@@ -76,7 +157,8 @@ def dex(db: Path, *args: str, timeout: float = STEP_TIMEOUT) -> Proc:
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        raise AssertionError(f"dex {' '.join(args)} took over {timeout} s\n{_indent(out)}\n{_indent(err)}")
+        raise AssertionError(
+            f"dex {' '.join(args)} took over {timeout} s\n{_indent(out)}\n{_indent(err)}") from None
     return Proc(p.args, p.pid, p.returncode, out, err)
 
 
@@ -95,10 +177,8 @@ def finish(p: subprocess.Popen, timeout: float = STEP_TIMEOUT) -> Proc:
 
 
 def sigkill(p: subprocess.Popen) -> None:
-    try:
+    with suppress(ProcessLookupError):
         os.kill(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def owner_pid(owner: str | None) -> int | None:
@@ -345,7 +425,7 @@ def check_no_overlap(attempts: list[dict[str, Any]], why: str = "") -> None:
     for key, atts in by_step.items():
         atts.sort(key=lambda a: a["attempt"])
         assert [a["attempt"] for a in atts] == list(range(1, len(atts) + 1)), f"{key}: {atts}\n{why}"
-        for prev, cur in zip(atts, atts[1:]):
+        for prev, cur in pairwise(atts):
             assert prev["end_time"] is not None, f"{key}: attempt {prev['attempt']} never ended\n{why}"
             assert cur["start_time"] >= prev["end_time"], (
                 f"{key}: attempt {cur['attempt']} ({cur['owner']}) started at {cur['start_time']} before "
@@ -393,16 +473,3 @@ def check_progress(t: Trial) -> None:
         assert bool(repeats) == required, (
             f"expected {'one repeat' if required else 'no repeat'} of {last!r} "
             f"(checkpoint {checkpoint!r})\n{why}")
-
-
-def once(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run fn on the first call only; later calls return the first result."""
-    done: list[Any] = []
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not done:
-            done.append(fn(*args, **kwargs))
-        return done[0]
-
-    wrapper.__name__ = fn.__name__
-    return wrapper

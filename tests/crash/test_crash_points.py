@@ -13,18 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from crashkit import (
+from tests.crash.crashkit import (
+    TEST_TIMEOUT,
+    NamedTrials,
     Trial,
+    Trials,
     check_recovered,
     check_victim_crashed,
     dex,
     flow_args,
-    once,
     recover,
     shape,
     snapshot,
-    submit,
 )
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def _baseline(db: Path, flow: str, job: str | None, extra: tuple[str, ...]) -> d
     return shape(s, fid)
 
 
-def _trial(case: Case, db: Path) -> Trial:
+def _trial(db: Path, case: Case) -> Trial:
     fid = f"crash-{case.flow}"
     t = Trial(case.id, case.flow, fid, db)
     args = flow_args(case.flow, fid) + ["--time-skip", *case.crash]
@@ -122,36 +125,25 @@ def _trial(case: Case, db: Path) -> Trial:
     return recover(t, cli=case.flow == "polling")  # `dex doctor` as a process; in-process always
 
 
-PRIORITY = 2  # conftest starts every module's trials at once, lowest first
+def baseline_name(case: Case) -> str:
+    """The uncrashed run a case is compared with (cases of one flow, job and options share it)."""
+    extra = "".join(case.extra).strip("-")
+    return f"baseline-{case.flow}-{case.job}-{extra}"
 
 
-@once
-def start(tmp_path_factory):
-    base = tmp_path_factory.mktemp("crash-points")
-    baselines = {}
-    for key in sorted({(c.flow, c.job, c.extra) for c in CASES}, key=str):
-        d = base / "baseline-{}-{}-{}".format(key[0], key[1], "".join(key[2]).strip("-"))
-        d.mkdir()
-        baselines[key] = submit(_baseline, d / "dex.db", *key)
-    trials = {}
-    for c in CASES:
-        d = base / c.id
-        d.mkdir()
-        trials[c.id] = submit(_trial, c, d / "dex.db")
-    return baselines, trials
+TRIALS = Trials("crash-points", priority=2)
+for _name, _case in sorted({baseline_name(c): c for c in CASES}.items()):
+    TRIALS.add(_name, _baseline, _case.flow, _case.job, _case.extra)
+for _case in CASES:
+    TRIALS.add(_case.id, _trial, _case)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return start(tmp_path_factory)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_crash_point_then_resume(case: Case, runs):
-    baselines, trials = runs
-    baseline = baselines[(case.flow, case.job, case.extra)].result()
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.trials(c.id, baseline_name(c)))
+                                  for c in CASES])
+def test_crash_point_then_resume(case: Case, trials: NamedTrials):
+    baseline = trials[baseline_name(case)]
     assert baseline["status"] == case.status
-    t: Trial = trials[case.id].result()
+    t: Trial = trials[case.id]
     why = t.describe()
     if case.fires:
         what = case.crash[1].split(":")[0].split("@")[0] if case.crash[0] == "--crash-at" else "--crash-after"

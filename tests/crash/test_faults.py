@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from crashkit import Trial, check_recovered, dex, flow_args, once, snapshot, submit
+from tests.crash.crashkit import TEST_TIMEOUT, Trial, Trials, check_recovered, dex, flow_args, snapshot
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 INJECTED = "dexcli.engine.faults.InjectedError"
 
@@ -53,24 +55,10 @@ CASES = {
 }
 
 
-PRIORITY = 3  # conftest starts every module's trials at once, lowest first
-
-
-@once
-def start(tmp_path_factory):
-    base = tmp_path_factory.mktemp("faults")
-    out = {}
-    for name, (flow, *extra) in CASES.items():
-        (base / name).mkdir()
-        out[name] = submit(_run, base / name / "dex.db", flow, name, *extra)
-    (base / "manual").mkdir()
-    out["manual"] = submit(_time_skip_recovery, base / "manual" / "dex.db")
-    return out
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return start(tmp_path_factory)
+TRIALS = Trials("faults", priority=3)
+for _name, (_flow, *_extra) in CASES.items():
+    TRIALS.add(_name, _run, _flow, _name, *_extra)
+TRIALS.add("manual", _time_skip_recovery)
 
 
 def _steps(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -90,9 +78,13 @@ def _clean(r: dict[str, Any]) -> None:
     assert len(done) == len(set(done))
 
 
-@pytest.mark.parametrize("name,seid", [("stall-polling", "AwaitJob-1"), ("stall-three", "Second-1")])
-def test_stall_times_out_on_heartbeat_then_next_attempt_succeeds(runs, name, seid):
-    r = runs[name].result()
+def _case(name: str, seid: str) -> Any:
+    return pytest.param(name, seid, marks=pytest.mark.trials(name))
+
+
+@pytest.mark.parametrize("name,seid", [_case("stall-polling", "AwaitJob-1"), _case("stall-three", "Second-1")])
+def test_stall_times_out_on_heartbeat_then_next_attempt_succeeds(trials, name, seid):
+    r = trials[name]
     why = r["run"].describe()
     assert r["run"].returncode == 0, why
     summary = r["inspect"]["summary"]
@@ -110,9 +102,9 @@ def test_stall_times_out_on_heartbeat_then_next_attempt_succeeds(runs, name, sei
     _clean(r)
 
 
-@pytest.mark.parametrize("name,seid", [("fail-polling", "StartJob-1"), ("fail-three", "Third-1")])
-def test_injected_failures_then_success(runs, name, seid):
-    r = runs[name].result()
+@pytest.mark.parametrize("name,seid", [_case("fail-polling", "StartJob-1"), _case("fail-three", "Third-1")])
+def test_injected_failures_then_success(trials, name, seid):
+    r = trials[name]
     why = r["run"].describe()
     assert r["run"].returncode == 0, why
     assert r["inspect"]["summary"]["flowStatus"] == "COMPLETED", why
@@ -128,8 +120,9 @@ def test_injected_failures_then_success(runs, name, seid):
     _clean(r)
 
 
-def test_job_longer_than_max_wait_fails_the_flow(runs):
-    r = runs["job-15m"].result()
+@pytest.mark.trials("job-15m")
+def test_job_longer_than_max_wait_fails_the_flow(trials):
+    r = trials["job-15m"]
     why = r["run"].describe()
     assert r["run"].returncode == 1, why
     summary = r["inspect"]["summary"]
@@ -144,9 +137,10 @@ def test_job_longer_than_max_wait_fails_the_flow(runs):
     _clean(r)
 
 
-def test_job_longer_than_max_wait_reports_start_to_close(runs):
+@pytest.mark.trials("job-15m")
+def test_job_longer_than_max_wait_reports_start_to_close(trials):
     """The 10-minute ExecuteMethodTimeout and TotalDuration expire together; StartToClose wins."""
-    r = runs["job-15m"].result()
+    r = trials["job-15m"]
     why = r["run"].describe()
     assert r["inspect"]["summary"]["errorMessage"].startswith(
         "waiting for job job-15m failed: StartToClose: ExecuteMethodTimeout of 600 s expired"), why
@@ -154,8 +148,9 @@ def test_job_longer_than_max_wait_reports_start_to_close(runs):
     assert [(a["outcome"], a["errorType"]) for a in atts] == [("TIMED_OUT", "StartToClose")], why
 
 
-def test_crash_recovered_by_dex_time_skip_and_plain_resume(runs):
-    t: Trial = runs["manual"].result()
+@pytest.mark.trials("manual")
+def test_crash_recovered_by_dex_time_skip_and_plain_resume(trials):
+    t: Trial = trials["manual"]
     why = t.describe()
     assert t.victim.returncode == 137, why
     assert "dex resume manual-skip" in t.victim.stderr.strip().splitlines()[-1], why

@@ -20,21 +20,23 @@ from pathlib import Path
 
 import pytest
 
-from crashkit import (
+from tests.crash.crashkit import (
+    TEST_TIMEOUT,
     Trial,
+    Trials,
     check_no_overlap,
     check_recovered,
     dex,
     finish,
     flow_args,
-    once,
     owner_pid,
     recover,
     sigkill,
     snapshot,
     spawn,
-    submit,
 )
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 SEEDS = range(50)
 
@@ -55,7 +57,7 @@ def _plan(seed: int) -> dict:
     return plan
 
 
-def _trial(seed: int, db: Path) -> Trial:
+def _trial(db: Path, seed: int) -> Trial:
     plan = _plan(seed)
     flow = "three-steps" if plan["kind"] == "three-real" else "polling"
     fid = f"kill-{seed}"
@@ -90,7 +92,7 @@ def _has_flow(db: Path, fid: str) -> bool:
         return s.get_flow(fid) is not None
 
 
-def _double(seed: int, db: Path) -> Trial:
+def _double(db: Path, seed: int) -> Trial:
     """Crash, then SIGKILL the `dex resume` too, then resume again."""
     rng = random.Random(500 + seed)
     fid = f"double-{seed}"
@@ -113,42 +115,27 @@ def _double(seed: int, db: Path) -> Trial:
 DOUBLES = range(4)
 
 
-PRIORITY = 1  # conftest starts every module's trials at once, lowest first
+TRIALS = Trials("sigkill", priority=1)
+for _seed in SEEDS:
+    TRIALS.add(f"seed{_seed}", _trial, _seed)
+for _seed in DOUBLES:
+    TRIALS.add(f"double{_seed}", _double, _seed)
 
 
-@once
-def start(tmp_path_factory):
-    base = tmp_path_factory.mktemp("sigkill")
-    out = {}
-    for seed in SEEDS:
-        d = base / f"seed{seed}"
-        d.mkdir()
-        out[seed] = submit(_trial, seed, d / "dex.db")
-    for seed in DOUBLES:
-        d = base / f"double{seed}"
-        d.mkdir()
-        out[f"double{seed}"] = submit(_double, seed, d / "dex.db")
-    return out
-
-
-@pytest.fixture(scope="module")
-def trials(tmp_path_factory):
-    return start(tmp_path_factory)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.trials(f"seed{s}")) for s in SEEDS])
 def test_sigkill_then_resume(seed: int, trials):
-    t: Trial = trials[seed].result()
+    t: Trial = trials[f"seed{seed}"]
     assert t.victim.returncode in (-9, 0), t.describe()
     check_recovered(t, n=_plan(seed)["n"])
     if t.victim.returncode == -9 and not t.notes.get("before_start"):
         assert t.victim.stderr.strip() == "" or "Traceback" not in t.victim.stderr, t.describe()
 
 
+@pytest.mark.trials(*(f"seed{s}" for s in SEEDS))
 def test_kills_landed_mid_flow(trials):
     """The seeds are not all harmless: many kills left an attempt running, and some hit the
     window where a Stream write was not yet checkpointed."""
-    done = [trials[seed].result() for seed in SEEDS]
+    done = [trials[f"seed{seed}"] for seed in SEEDS]
     mid = [t for t in done if t.pre is not None and t.pre.running_attempts()]
     for t in done:  # shown with -s, or when the assertion below fails
         print(f"{t.name}: {t.killed}; pre {t.pre.status if t.pre else None} "
@@ -161,12 +148,12 @@ def test_kills_landed_mid_flow(trials):
     assert unsaved, [t.killed for t in done]
 
 
-@pytest.mark.parametrize("seed", DOUBLES)
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.trials(f"double{s}")) for s in DOUBLES])
 def test_crash_then_killed_resume_then_resume(seed: int, trials):
     """Two deaths in a row: every lost attempt is LOST with Heartbeat, the third attempt at the
     latest succeeds (AwaitJob allows 3), each decision is applied once, and each death adds at
     most one repeated progress message."""
-    t: Trial = trials[f"double{seed}"].result()
+    t: Trial = trials[f"double{seed}"]
     why = t.describe() + "\n" + t.notes["first_resume"].describe()
     post = t.post
     assert t.victim.returncode == 137 and t.resume.returncode == 0, why

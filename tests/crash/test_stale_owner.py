@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from crashkit import Trial, check_recovered, dex, finish, flow_args, once, snapshot, spawn, submit
+from tests.crash.crashkit import TEST_TIMEOUT, Trial, Trials, check_recovered, dex, finish, flow_args, snapshot, spawn
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 SEEDS = range(3)
 
 
-def _trial(seed: int, db: Path) -> Trial:
+def _trial(db: Path, seed: int) -> Trial:
     rng = random.Random(1000 + seed)
     fid = f"stale-{seed}"
     t = Trial(f"stale{seed}", "polling", fid, db)
@@ -43,27 +45,14 @@ def _trial(seed: int, db: Path) -> Trial:
     return t
 
 
-PRIORITY = 0  # conftest starts every module's trials at once, lowest first
+TRIALS = Trials("stale", priority=0)
+for _seed in SEEDS:
+    TRIALS.add(f"stale{_seed}", _trial, _seed)
 
 
-@once
-def start(tmp_path_factory):
-    base = tmp_path_factory.mktemp("stale")
-    out = {}
-    for seed in SEEDS:
-        (base / str(seed)).mkdir()
-        out[seed] = submit(_trial, seed, base / str(seed) / "dex.db")
-    return out
-
-
-@pytest.fixture(scope="module")
-def trials(tmp_path_factory):
-    return start(tmp_path_factory)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.trials(f"stale{s}")) for s in SEEDS])
 def test_stale_owner_is_fenced_after_takeover(seed, trials):
-    t: Trial = trials[seed].result()
+    t: Trial = trials[f"stale{seed}"]
     why = t.describe()
     assert t.pre.running_attempts(), why  # the frozen process held a lease
     check_recovered(t)

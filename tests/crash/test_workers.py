@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from crashkit import check_no_overlap, dex, finish, once, owner_pid, sigkill, spawn, submit
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.doctor import check as doctor_check
@@ -30,6 +29,9 @@ from dexcli.store import FlowState, StepState, Store
 from flows.job_service import FakeJobService
 from flows.polling import PollingFlow
 from flows.three_steps import ThreeStepFlow
+from tests.crash.crashkit import TEST_TIMEOUT, Trials, check_no_overlap, dex, finish, owner_pid, sigkill, spawn
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 N_FLOWS = 100
 
@@ -75,7 +77,7 @@ def _scenario(db: Path, kill: bool, seed: int = 0) -> dict[str, Any]:
     procs = [finish(a), finish(b)]
     engine.store.close()
     doctor = dex(db, "doctor")
-    return {"procs": procs, "doctor": doctor, "skip": skip, "killed_at": killed_at}
+    return {"db": db, "procs": procs, "doctor": doctor, "skip": skip, "killed_at": killed_at}
 
 
 def _late_flow_for_time_skip_worker(db: Path) -> dict[str, Any]:
@@ -91,7 +93,7 @@ def _late_flow_for_time_skip_worker(db: Path) -> dict[str, Any]:
     status = engine.store.get_flow("late").status.value
     engine.store.close()
     w.send_signal(signal.SIGINT)
-    return {"status": status, "worker": finish(w, timeout=5)}
+    return {"db": db, "status": status, "worker": finish(w, timeout=5)}
 
 
 def _time_skip_worker_next_to_live_run(db: Path) -> dict[str, Any]:
@@ -106,28 +108,14 @@ def _time_skip_worker_next_to_live_run(db: Path) -> dict[str, Any]:
     store = Store(db)
     FakeJobService(StoreHost(store, Clock(offset=store.clock_offset()))).complete_job("live")
     store.close()
-    return {"run": finish(a, timeout=30), "worker": finish(b, timeout=30)}
+    return {"db": db, "run": finish(a, timeout=30), "worker": finish(b, timeout=30)}
 
 
-PRIORITY = 0  # conftest starts every module's trials at once, lowest first
-
-
-@once
-def start(tmp_path_factory):
-    base = tmp_path_factory.mktemp("workers")
-    out = {}
-    for name, kill in (("two-workers", False), ("one-killed", True)):
-        (base / name).mkdir()
-        out[name] = (base / name / "dex.db", submit(_scenario, base / name / "dex.db", kill, seed=4))
-    for name, fn in (("late-flow", _late_flow_for_time_skip_worker), ("live-lease", _time_skip_worker_next_to_live_run)):
-        (base / name).mkdir()
-        out[name] = (base / name / "dex.db", submit(fn, base / name / "dex.db"))
-    return out
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return start(tmp_path_factory)
+TRIALS = Trials("workers", priority=0)
+TRIALS.add("two-workers", _scenario, False, 4)
+TRIALS.add("one-killed", _scenario, True, 4)
+TRIALS.add("late-flow", _late_flow_for_time_skip_worker)
+TRIALS.add("live-lease", _time_skip_worker_next_to_live_run)
 
 
 def _rows(db: Path, sql: str) -> list[dict[str, Any]]:
@@ -162,9 +150,10 @@ def _check_all_flows(db: Path, why: str) -> list[dict[str, Any]]:
     return attempts
 
 
-def test_two_workers_run_100_flows_exactly_once(runs):
-    db, fut = runs["two-workers"]
-    r = fut.result()
+@pytest.mark.trials("two-workers")
+def test_two_workers_run_100_flows_exactly_once(trials):
+    r = trials["two-workers"]
+    db = r["db"]
     why = "\n".join(p.describe() for p in r["procs"])
     assert [p.returncode for p in r["procs"]] == [0, 0], why
     attempts = _check_all_flows(db, why)
@@ -175,9 +164,10 @@ def test_two_workers_run_100_flows_exactly_once(runs):
     assert r["doctor"].returncode == 0 and "0 problem(s)" in r["doctor"].stdout, r["doctor"].describe()
 
 
-def test_killed_worker_is_taken_over_after_its_leases_expire(runs):
-    db, fut = runs["one-killed"]
-    r = fut.result()
+@pytest.mark.trials("one-killed")
+def test_killed_worker_is_taken_over_after_its_leases_expire(trials):
+    r = trials["one-killed"]
+    db = r["db"]
     a, b = r["procs"]
     why = "\n".join(p.describe() for p in r["procs"])
     assert a.returncode == -9 and b.returncode == 0, why
@@ -198,15 +188,16 @@ def test_killed_worker_is_taken_over_after_its_leases_expire(runs):
     assert r["doctor"].returncode == 0 and "0 problem(s)" in r["doctor"].stdout, r["doctor"].describe()
 
 
-def test_time_skip_worker_picks_up_flows_started_later(runs):
-    db, fut = runs["late-flow"]
-    r = fut.result()
+@pytest.mark.trials("late-flow")
+def test_time_skip_worker_picks_up_flows_started_later(trials):
+    r = trials["late-flow"]
     assert r["status"] == "COMPLETED", r["worker"].describe()
 
 
-def test_time_skip_worker_does_not_take_a_live_lease(runs):
-    db, fut = runs["live-lease"]
-    r = fut.result()
+@pytest.mark.trials("live-lease")
+def test_time_skip_worker_does_not_take_a_live_lease(trials):
+    r = trials["live-lease"]
+    db = r["db"]
     why = "\n".join(p.describe() for p in (r["run"], r["worker"]))
     assert r["run"].returncode == 0 and r["worker"].returncode == 0, why
     with closing(Store(db)) as store:

@@ -1,4 +1,4 @@
-"""Fixtures for the engine rule tests (issue 2, section 2).
+"""Fixtures for the engine rule tests.
 
 Everything runs on DexTestEnv's virtual clock: a step's `asyncio.sleep(600)` takes no wall
 time, and every assertion about time is about virtual timestamps relative to the start.

@@ -1,8 +1,9 @@
 """Helpers shared by the engine rule tests (times relative to the virtual start, inspect lookups)."""
 
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from dexcli.testing import DexTestEnv
 

@@ -1,4 +1,4 @@
-"""Rule 5: a timed-out attempt is cancelled (async) or fenced (sync in a thread).
+"""a timed-out attempt is cancelled (async) or fenced (sync in a thread).
 
 Virtual time does not move while a handler thread is busy, so the sync handlers below move
 the clock themselves (past the 60 s heartbeat window) and then wait, with short real sleeps
@@ -22,8 +22,8 @@ from dexcli import (
     heartbeat,
 )
 from dexcli.sdk.errors import AttemptFencedError
-from engine_flows import PROGRESS, Single
-from engine_helpers import attempts, rel, step, step_ids
+from tests.engine.engine_flows import PROGRESS, Single
+from tests.engine.engine_helpers import attempts, rel, step, step_ids
 
 
 def wait_for_cancellation(context: Any, seconds: float = 5.0) -> bool:

@@ -1,4 +1,4 @@
-"""Rule 6: checkpoints — heartbeat(value) persists, the next attempt reads it, a Stream write
+"""checkpoints — heartbeat(value) persists, the next attempt reads it, a Stream write
 keeps it, heartbeat() clears it, a new step execution starts with none."""
 
 from dataclasses import dataclass
@@ -17,8 +17,8 @@ from dexcli import (
     graceful_complete,
     heartbeat,
 )
-from engine_flows import PROGRESS, Single
-from engine_helpers import step
+from tests.engine.engine_flows import PROGRESS, Single
+from tests.engine.engine_helpers import step
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def test_a_new_step_execution_starts_without_a_checkpoint(env):
 
 class CheckpointsThenFails(Step[int]):
     def get_step_options(self) -> StepOptions:
-        from engine_flows import opts
+        from tests.engine.engine_flows import opts
 
         return opts(attempts=1).on_execute_failure_proceed_to(SeesNoCheckpoint)
 

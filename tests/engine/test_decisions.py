@@ -1,4 +1,4 @@
-"""Rule 8: decisions — graceful/force complete, force_fail, dead_end, go_to_many, outputs."""
+"""decisions — graceful/force complete, force_fail, dead_end, go_to_many, outputs."""
 
 import asyncio
 from datetime import timedelta
@@ -26,7 +26,7 @@ from dexcli import (
     go_to_many,
     graceful_complete,
 )
-from engine_helpers import history, history_types, rel, step, step_ids
+from tests.engine.engine_helpers import history, history_types, rel, step, step_ids
 
 
 class Fork(Step[int]):

@@ -24,11 +24,11 @@ from dexcli import (
     graceful_complete,
 )
 from dexcli.store import Tx
-from engine_flows import Beat, Flaky, Single, opts
-from engine_helpers import at, attempts, history, history_types, rel, step, step_ids
 from flows.three_steps import ThreeStepFlow
+from tests.engine.engine_flows import Beat, Flaky, Single, opts
+from tests.engine.engine_helpers import at, attempts, history, history_types, rel, step, step_ids
 
-# --- rule 10: durability -----------------------------------------------------------------------
+# --- durability -----------------------------------------------------------------------
 
 
 def test_decision_next_steps_and_history_commit_in_one_transaction(env, monkeypatch):
@@ -117,7 +117,7 @@ def test_async_durability_is_accepted(env):
     assert env.run(Single(flaky), 0, "f").single_output(int) == 2
 
 
-# --- rule 11: history ----------------------------------------------------------------------------
+# --- history ----------------------------------------------------------------------------
 
 class Start(Step[int]):
     def execute(self, context: Context, input: int) -> StepDecision:
@@ -162,7 +162,7 @@ def test_a_terminal_failure_is_one_step_execute_failed_event(env):
         "Flaky-1", 3, "builtins.RuntimeError", "attempt 3 fails")
 
 
-# --- rule 12: flow ids -------------------------------------------------------------------------
+# --- flow ids -------------------------------------------------------------------------
 
 def test_starting_an_existing_flow_id_is_refused(env):
     flow = ThreeStepFlow()
@@ -195,7 +195,7 @@ def test_a_flow_id_is_generated_when_none_is_given(env):
     assert {f.run_id for f in flows} == {run_a, run_b}
 
 
-# --- rule 13: statuses, stop_flow ---------------------------------------------------------------
+# --- statuses, stop_flow ---------------------------------------------------------------
 
 def start_long(env, flow_id="f"):
     env.start(Single(Beat(None, every=5)), 0, flow_id)

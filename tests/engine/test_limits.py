@@ -5,11 +5,11 @@ from typing import Generator
 import pytest
 
 from dexcli import Context, FlowErrorType, FlowStatus, Step, graceful_complete, heartbeat
-from engine_flows import Beat, Flaky, Single, opts
-from engine_helpers import attempts, history, rel, step
+from tests.engine.engine_flows import Beat, Flaky, Single, opts
+from tests.engine.engine_helpers import attempts, history, rel, step
 
 
-# --- rule 1: ExecuteMethodTimeout ------------------------------------------------------------
+# --- ExecuteMethodTimeout ------------------------------------------------------------
 
 def test_execute_method_timeout_fails_the_attempt_with_start_to_close(env):
     flow = Single(Beat(opts(timeout=20, attempts=2), every=5))
@@ -36,7 +36,7 @@ def test_an_attempt_that_finishes_within_its_timeout_is_not_timed_out(env):
     assert rel(env, attempts(env, "f", "Beat-1")[0]["endTime"]) == 18  # 3 beats of 6 s, then done
 
 
-# --- rule 2: HeartbeatTimeout -----------------------------------------------------------------
+# --- HeartbeatTimeout -----------------------------------------------------------------
 
 def test_heartbeat_timeout_defaults_to_60_seconds(env):
     result = env.run(Single(Beat(opts(attempts=1))), 0, "f")  # never heartbeats
@@ -93,7 +93,7 @@ def test_a_generator_heartbeat_resets_the_window(env):
     assert rel(env, a["endTime"]) == 40 and a["heartbeats"] == 5
 
 
-# --- rule 3: TotalDuration --------------------------------------------------------------------
+# --- TotalDuration --------------------------------------------------------------------
 
 def test_total_duration_ends_a_running_attempt_with_schedule_to_close(env):
     # method timeout 2 h and a steady heartbeat: only TotalDuration can end this attempt

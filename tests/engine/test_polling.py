@@ -1,4 +1,4 @@
-"""The seed's polling example (flows/polling.py), issue 2 section 5, in virtual time.
+"""The seed's polling example (flows/polling.py) in virtual time.
 
 The flow code is the seed's; scenarios are set up through the simulated job (duration, fails,
 complete_job) or a FakeJobService subclass that misbehaves like a real API would.
@@ -8,9 +8,9 @@ import asyncio
 
 from dexcli import FlowErrorType, FlowStatus
 from dexcli.engine.host import StoreHost
-from engine_helpers import attempts, history, rel, step, step_ids
 from flows.job_service import FakeJobService, JobState, JobStatus
 from flows.polling import JOB_PROGRESS, PollingFlow
+from tests.engine.engine_helpers import attempts, history, rel, step, step_ids
 
 
 def states(env, flow_id):

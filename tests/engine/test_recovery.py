@@ -1,4 +1,4 @@
-"""Rule 7: execute failure recovery (on_execute_failure_proceed_to) and WORKER_API_FAILED."""
+"""execute failure recovery (on_execute_failure_proceed_to) and WORKER_API_FAILED."""
 
 import asyncio
 from dataclasses import dataclass
@@ -17,8 +17,8 @@ from dexcli import (
     StepOptions,
     graceful_complete,
 )
-from engine_flows import Flaky, Single, opts
-from engine_helpers import attempts, history, step
+from tests.engine.engine_flows import Flaky, Single, opts
+from tests.engine.engine_helpers import attempts, history, step
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ never re-run; `drive(until=...)` only re-checked its predicate on engine events)
 import pytest
 
 from dexcli import FlowStatus, LongPollTimeoutError
-from engine_flows import Beat, Single
-from engine_helpers import attempts, rel, step, within
+from tests.engine.engine_flows import Beat, Single
+from tests.engine.engine_helpers import attempts, rel, step, within
 
 
 def test_wait_for_flow_can_be_called_again_after_a_long_poll_timeout(env):

@@ -1,4 +1,4 @@
-"""Rule 4: retries — backoff, its defaults, maximum_attempts, retry_after, any exception."""
+"""retries — backoff, its defaults, maximum_attempts, retry_after, any exception."""
 
 from dexcli import (
     Context,
@@ -11,8 +11,8 @@ from dexcli import (
     graceful_complete,
     retry_after,
 )
-from engine_flows import Flaky, Single, opts, secs
-from engine_helpers import attempt_starts, attempts, history
+from tests.engine.engine_flows import Flaky, Single, opts, secs
+from tests.engine.engine_helpers import attempt_starts, attempts, history
 
 
 def gaps(starts):

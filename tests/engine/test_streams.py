@@ -1,4 +1,4 @@
-"""Rule 9: Streams — shared capacity per flow type and stream name, oldest trimmed first,
+"""Streams — shared capacity per flow type and stream name, oldest trimmed first,
 oversized messages dropped without failing the step, never rolled back, source, created time,
 resume tokens, list/read through the Client."""
 
@@ -18,7 +18,7 @@ from dexcli import (
     Stream,
     graceful_complete,
 )
-from engine_helpers import attempts, rel
+from tests.engine.engine_helpers import attempts, rel
 
 BIG = 1000  # characters per message: the per-message overhead is small next to it
 LOG = Stream("Log", str, 5500)  # room for 5 such messages, not 6

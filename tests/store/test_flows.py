@@ -1,0 +1,100 @@
+"""Flow rows through a transaction: insert once, number steps, record outputs, close once."""
+
+from __future__ import annotations
+
+import pytest
+
+from dexcli.store import FlowRecord, FlowState, StepState, Store
+from tests.store.builders import T0, add_flow, add_step, flow
+
+
+def test_insert_flow_if_new_writes_a_running_flow(store: Store) -> None:
+    with store.tx() as tx:
+        assert tx.insert_flow_if_new("f", "run-1", "Orders", "name:orders", '{"n": 1}', "req-1", T0)
+    assert flow(store, "f") == FlowRecord(
+        flow_id="f", run_id="run-1", flow_type="Orders", flow_ref="name:orders", status=FlowState.RUNNING,
+        input='{"n": 1}', request_id="req-1", start_time=T0, close_time=None, error_type=None,
+        error_message=None, graceful=False, completions="[]")
+
+
+def test_insert_flow_if_new_refuses_a_taken_id_and_keeps_the_first(store: Store) -> None:
+    with store.tx() as tx:
+        assert tx.insert_flow_if_new("f", "run-1", "Orders", None, "1", "req-1", T0)
+    first = flow(store, "f")
+    with store.tx() as tx:
+        assert not tx.insert_flow_if_new("f", "run-2", "Refunds", "name:refunds", "2", "req-2", T0 + 5)
+    assert flow(store, "f") == first
+
+
+def test_get_flow_of_an_unknown_id_is_none(store: Store) -> None:
+    assert store.get_flow("nope") is None
+    assert store.read(lambda tx: tx.get_flow("nope")) is None
+
+
+def test_get_flow_numbering_counts_steps_of_the_type_and_in_all(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "other")
+        add_step(tx, "f", "A-1", seq=1)
+        add_step(tx, "f", "A-2", seq=2, status=StepState.COMPLETED)
+        add_step(tx, "f", "B-1", seq=3)
+        add_step(tx, "other", "A-1", seq=1)
+        numbered_a = tx.get_flow_numbering("f", "A")
+        numbered_c = tx.get_flow_numbering("f", "C")
+        assert tx.get_flow_numbering("nope", "A") is None
+        assert tx.next_step_number("f", "A") == (3, 4)
+        assert tx.next_step_number("f", "C") == (1, 4)
+        assert tx.next_step_number("empty", "A") == (1, 1)
+    assert numbered_a is not None and numbered_c is not None
+    record, of_type, total = numbered_a
+    assert record == flow(store, "f")
+    assert (of_type, total) == (2, 3)
+    assert numbered_c[1:] == (0, 3)
+
+
+def test_set_flow_outputs_records_graceful_and_keeps_outputs_when_none_given(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.set_flow_outputs("f", '[{"output": 1}]', False)
+    assert (flow(store, "f").graceful, flow(store, "f").completions) == (False, '[{"output": 1}]')
+    with store.tx() as tx:
+        tx.set_flow_outputs("f", None, True)
+    assert (flow(store, "f").graceful, flow(store, "f").completions) == (True, '[{"output": 1}]')
+
+
+def test_close_flow_closes_a_running_flow(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        assert tx.close_flow("f", FlowState.FAILED, T0 + 9, "WORKER_API_FAILED", "it broke", '["out"]')
+    f = flow(store, "f")
+    assert (f.status, f.close_time, f.error_type, f.error_message, f.completions) == (
+        FlowState.FAILED, T0 + 9, "WORKER_API_FAILED", "it broke", '["out"]')
+    assert not f.is_running
+
+
+def test_close_flow_keeps_the_outputs_when_none_given(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.set_flow_outputs("f", '["kept"]', True)
+        assert tx.close_flow("f", FlowState.COMPLETED, T0 + 1, None, None)
+    assert flow(store, "f").completions == '["kept"]'
+
+
+@pytest.mark.parametrize("second", [FlowState.COMPLETED, FlowState.CANCELED])
+def test_close_flow_only_closes_a_running_flow(store: Store, second: FlowState) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        assert tx.close_flow("f", FlowState.TERMINATED, T0 + 1, None, "stopped")
+    closed = flow(store, "f")
+    with store.tx() as tx:
+        assert not tx.close_flow("f", second, T0 + 2, "X", "again", '["late"]')
+        assert not tx.close_flow("nope", second, T0 + 2, None, None)
+    assert flow(store, "f") == closed
+
+
+def test_running_flow_ids_lists_only_running_flows(store: Store) -> None:
+    with store.tx() as tx:
+        for fid in ("a", "b", "c"):
+            add_flow(tx, fid)
+        tx.close_flow("b", FlowState.COMPLETED, T0 + 1, None, None)
+    assert sorted(store.running_flow_ids()) == ["a", "c"]

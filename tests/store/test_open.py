@@ -1,0 +1,98 @@
+"""Opening a database: a new file gets the schema; anything that is not a dex database this
+version understands is refused with StoreError, and left as it was."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dexcli.store import SCHEMA_VERSION, FlowState, Store, StoreError
+from tests.store.builders import add_flow, raw
+
+TABLES = {"meta", "flows", "steps", "attempts", "history", "stream_messages", "stream_usage", "kv"}
+
+
+def _tables(path: Path) -> set[str]:
+    return {r[0] for r in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")} - {"sqlite_sequence"}
+
+
+def test_a_new_file_gets_the_schema_and_marks(db: Path) -> None:
+    Store(db).close()
+    assert db.is_file()
+    assert _tables(db) == TABLES
+    assert raw(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert raw(db, "PRAGMA application_id") == [(0x0DE7,)]
+    assert raw(db, "PRAGMA journal_mode") == [("wal",)]
+
+
+def test_a_missing_folder_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "dex.db"
+    Store(path).close()
+    assert _tables(path) == TABLES
+
+
+def test_reopening_keeps_the_data(db: Path) -> None:
+    s = Store(db)
+    with s.tx() as tx:
+        add_flow(tx, "f")
+    s.close()
+    again = Store(db, create=False)
+    try:
+        record = again.get_flow("f")
+        assert record is not None and record.status is FlowState.RUNNING
+    finally:
+        again.close()
+
+
+def test_an_empty_file_is_a_new_database(db: Path) -> None:
+    db.touch()
+    Store(db).close()
+    assert _tables(db) == TABLES
+
+
+def test_a_sqlite_file_of_another_application_is_refused_and_untouched(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (9.5)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="not a dex database"):
+        Store(db)
+    assert _tables(db) == {"invoices"}
+    assert raw(db, "SELECT total FROM invoices") == [(9.5,)]
+    assert raw(db, "PRAGMA user_version") == [(0,)]
+
+
+def test_a_file_that_is_not_sqlite_is_refused(db: Path) -> None:
+    db.write_text("flow_id,status\nf,RUNNING\n" * 200)
+    with pytest.raises(StoreError, match="not a dex database"):
+        Store(db)
+    assert db.read_text().startswith("flow_id,status")
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="directory"):
+        Store(tmp_path)
+
+
+def test_a_newer_schema_version_is_refused(db: Path) -> None:
+    Store(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}"):
+        Store(db)
+
+
+def test_a_missing_file_without_create_is_refused_and_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "dex.db"
+    with pytest.raises(StoreError, match="no dex database"):
+        Store(path, create=False)
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_an_existing_database_opens_without_create(db: Path) -> None:
+    Store(db).close()
+    Store(db, create=False).close()
