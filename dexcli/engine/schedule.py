@@ -76,7 +76,7 @@ class Scheduler:
                     break
                 if until_idle and not engine.runs and sched.due is None and not sched.foreign:
                     break  # nothing queued, retrying or running anywhere in these flows
-                timeout = await self._timeout(sched, flow_ids is None, stop is not None, stop_poll)
+                timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
                     continue
                 await self._sleep(timeout)
@@ -99,7 +99,7 @@ class Scheduler:
             sched = engine.store.schedule(ids, self.owner)
         return sched
 
-    async def _timeout(self, sched: Schedule, worker: bool, has_stop: bool, stop_poll: float | None) -> float | None:
+    async def _timeout(self, sched: Schedule, has_stop: bool, stop_poll: float | None) -> float | None:
         """How long to sleep: None for until woken; a negative value means look again now."""
         clock = self.engine.clock
         wake_at, live_foreign = self._next_wake(sched)
@@ -107,11 +107,12 @@ class Scheduler:
         if clock.follow_real and not clock.auto_advance:
             timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
         elif clock.auto_advance and clock.follow_real and not self.engine.runs and (
-                timeout is None or live_foreign or worker):
+                timeout is None or live_foreign):
             # Skipping time with nothing of ours running: another live process may hold work
-            # (never jump the shared clock over its lease), or new work may be started by
-            # another process. Look again after a real pause; a busy thread keeps the clock
-            # from jumping meanwhile.
+            # (never jump the shared clock over its lease), or, with nothing due at all, new
+            # work may be started by another process. Look again after a real pause; a busy
+            # thread keeps the clock from jumping meanwhile. With only queued work, retries or
+            # dead processes' deadlines ahead, the loop's sleep jumps the clock to the first.
             if timeout is None or timeout > 0:
                 await real_pause(min(REAL_POLL_SECONDS, timeout or REAL_POLL_SECONDS))
             return -1.0
