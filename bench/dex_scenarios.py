@@ -14,9 +14,9 @@ from dexcli.engine.process import tune_gc
 
 
 def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
+    from dexcli.cli.loader import load_ref
     from dexcli.engine.clock import Clock
     from dexcli.engine.core import Engine
-    from dexcli.loader import load_ref
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
 

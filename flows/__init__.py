@@ -1,1 +1,1 @@
-"""Example flows the `dex` CLI runs by name (`dex run polling`)."""
+"""Example flows; flows/plugins.py makes them known to `dex` by name (`dex run polling`)."""

@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from dexcli.sdk.errors import UsageError
+from dexcli.cli.errors import UsageError
 
 CONFIG_NAME = "dex.toml"
 DEFAULT_DB = Path("~/.dex/dex.db")

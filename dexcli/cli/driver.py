@@ -1,35 +1,42 @@
 """Drive flows from the command line with a view: live (terminal), plain lines (pipes) or
 JSON lines. Shared by `dex run`, `dex resume`, `dex watch` and `dex worker`.
 
-The engine runs on the main thread's event loop; the view reads the database from its own
-thread and connection, so it shows only what was committed — the same as `dex inspect`.
+Each command builds one engine on the store it opened (`build_engine`) and drives it with a
+Runner on the main thread's event loop; the view reads the database from its own thread and
+connection, so it shows only what was committed — the same as `dex inspect`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 
+from dexcli.cli.errors import CliError
+from dexcli.cli.loader import load_ref
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
-from dexcli.engine.clock import Clock, run as run_on_clock
-from dexcli.engine.process import tune_gc
+from dexcli.engine.clock import Clock
+from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.core import Engine
+from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
+from dexcli.engine.process import tune_gc
+from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
-from dexcli.loader import load_ref
-from dexcli.store import StoreError
+from dexcli.graph.checks import static_problems
+from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
-from dexcli.store import Store
+from dexcli.store import Store, StoreError
 
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -39,6 +46,22 @@ def make_clock(store: Store, time_skip: bool) -> Clock:
                  on_advance=store.set_clock_offset if time_skip else None)
 
 
+def engine_loader(ref: str) -> Flow[Any]:
+    """`load_ref` for the engine, which skips a flow it cannot load (a DexError) with the reason."""
+    try:
+        return load_ref(ref)
+    except CliError as exc:
+        raise FlowNotRegisteredError(str(exc)) from None
+
+
+def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None) -> Engine:
+    """The one engine of a `dex` command, on the store it opened: flows it did not register
+    itself load from their stored references. Its registry takes async handlers (dex runs them)
+    and checks each flow's source statically, as `dex graph` does."""
+    registry = Registry(checks=static_problems, allow_async_handlers=True)
+    return Engine(store, make_clock(store, time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+
+
 def exit_code_for(status: str) -> int:
     return EXIT_OK if status == "COMPLETED" else EXIT_FLOW_FAILED
 
@@ -46,8 +69,10 @@ def exit_code_for(status: str) -> int:
 class View:
     """Shows one flow while something drives it (this process or another)."""
 
-    def __init__(self, console: Console, db: Path, flow_id: str, clock: Clock, mode: str) -> None:
+    def __init__(self, console: Console, db: str | Path, flow_id: str, clock: Clock, mode: str,
+                 hints: tuple[str, ...] = ()) -> None:
         self.console = console
+        self.hints = hints
         self.db = db
         self.flow_id = flow_id
         self.clock = clock
@@ -63,7 +88,7 @@ class View:
         return inspect_flow(self._store, self.flow_id, self.clock.now())
 
     def _render(self) -> Any:
-        return live_view(self.snapshot(), str(self.db), self.clock.offset)
+        return live_view(self.snapshot(), str(self.db), self.clock.offset, self.hints)
 
     def _print_lines(self) -> None:
         with self._lock:
@@ -82,10 +107,8 @@ class View:
 
     def _poll_lines(self) -> None:
         while not self._stop.wait(0.2):
-            try:
+            with contextlib.suppress(Exception):  # a view must never take the engine down
                 self._print_lines()
-            except Exception:  # a view must never take the engine down
-                pass
 
     def stop(self, final: bool = True) -> dict[str, Any]:
         self._stop.set()
@@ -93,7 +116,7 @@ class View:
             self._thread.join(timeout=2)
         snap = self.snapshot()
         if self._live is not None:
-            self._live.update(live_view(snap, str(self.db), self.clock.offset), refresh=True)
+            self._live.update(live_view(snap, str(self.db), self.clock.offset, self.hints), refresh=True)
             self._live.stop()
         elif self.mode == "lines":
             self._print_lines()
@@ -106,10 +129,8 @@ class View:
     def abandon(self) -> None:
         """Leave the screen as it is (the process is about to die): stop redrawing only."""
         if self._live is not None:
-            try:
+            with contextlib.suppress(Exception):  # the process exits next; a drawing error must not hide why
                 self._live.stop()
-            except Exception:  # the process exits next; a drawing error must not hide why
-                pass
 
     def close(self) -> None:
         self._store.close()
@@ -119,18 +140,13 @@ def json_listener(ev: Event) -> None:
     print(json.dumps(ev.as_dict()), flush=True)
 
 
-def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip: bool, faults: Faults,
-               crash_after: float | None = None, engine_setup: Callable[[Engine], None] | None = None,
-               err: Console) -> int:
-    """Drive one flow to its end in this process, showing it. Returns the exit code."""
-    store = Store(db)
-    clock = make_clock(store, time_skip)
-    engine = Engine(store, clock, Registry(), faults=faults, loader=load_ref)
-    if engine_setup is not None:
-        engine_setup(engine)
+def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
+               err: Console, crash_after: float | None = None, hints: tuple[str, ...] = ()) -> int:
+    """Drive one flow to its end with this engine, showing it. Returns the exit code."""
+    clock, faults, db = engine.clock, engine.faults, engine.store.path
     if mode == "json":
         engine.listeners.append(json_listener)
-    view = View(console, db, flow_id, clock, mode)
+    view = View(console, db, flow_id, clock, mode, hints)
 
     def crashed(message: str) -> None:
         view.abandon()
@@ -138,35 +154,21 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
                   f"  Resume with: dex resume {flow_id}" + (" --time-skip" if time_skip else ""), highlight=False)
 
     faults.on_crash = crashed
+    errors = _engine_errors(engine, flow_id)
+    runner = Runner(engine)
+    closed = runner.closed(flow_id)
 
-    errors: list[str] = []  # reported as one line below, not as the engine's logged traceback
-    quiet = logging.getLogger("dexcli.engine")
-    if not quiet.handlers:
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
-
-    def on_engine_error(ev: Event) -> None:
-        if ev.type == "engineError" and ev.flow_id == flow_id:
-            errors.append(ev.data["error"])
-
-    engine.listeners.append(on_engine_error)
-
-    def terminal() -> bool:
-        if errors:  # an outcome could not be recorded: nothing more will happen here
-            return True
-        row = store.get_flow(flow_id)
-        return row is None or not row.is_running
-
-    async def main() -> None:
+    async def drive() -> None:
         if crash_after is not None:
             asyncio.get_running_loop().call_at(
                 clock.now() + crash_after,
                 lambda: faults.crash_now(f"crash injected after {crash_after:g} s (--crash-after)"))
-        await engine.run([flow_id], until_idle=False, stop=terminal)
+        # an outcome that could not be recorded ends the drive: nothing more will happen here
+        await runner.drive_async([flow_id], until=lambda: bool(errors) or closed())
 
     view.start()
     try:
-        run_on_clock(main, clock)
+        run_on_clock(drive, clock)
     except KeyboardInterrupt:
         view.stop(final=False)
         view.close()
@@ -178,20 +180,35 @@ def drive_flow(console: Console, db: Path, flow_id: str, *, mode: str, time_skip
     if errors:
         view.stop(final=False)
         view.close()
-        store.close()
         raise StoreError(f"flow {flow_id}: an attempt's outcome could not be recorded ({errors[0]}); the flow "
                          f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
     snap = view.stop()
     view.close()
-    store.close()
     return exit_code_for(snap["summary"]["flowStatus"])
 
 
-def watch_flow(console: Console, db: Path, flow_id: str, *, mode: str, poll: float = 0.2) -> int:
+def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
+    """The engine's errors about this flow, collected as they happen (reported as one line, not
+    as the engine's logged traceback)."""
+    errors: list[str] = []
+    quiet = logging.getLogger("dexcli.engine")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+
+    def on_engine_error(ev: Event) -> None:
+        if ev.type == "engineError" and ev.flow_id == flow_id:
+            errors.append(ev.data["error"])
+
+    engine.listeners.append(on_engine_error)
+    return errors
+
+
+def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll: float = 0.2,
+               hints: tuple[str, ...] = ()) -> int:
     """Follow a flow another process drives; return when it ends."""
-    store = Store(db)
     clock = Clock(offset=store.clock_offset())
-    view = View(console, db, flow_id, clock, mode)
+    view = View(console, store.path, flow_id, clock, mode, hints)
     view.start()
     try:
         while True:
@@ -202,16 +219,15 @@ def watch_flow(console: Console, db: Path, flow_id: str, *, mode: str, poll: flo
             time.sleep(poll)
     except KeyboardInterrupt:
         view.stop(final=False)
+        view.close()
         return EXIT_INTERRUPTED
     snap = view.stop()
     view.close()
     return exit_code_for(snap["summary"]["flowStatus"])
 
 
-def run_worker(console: Console, db: Path, *, until_idle: bool, time_skip: bool, mode: str, faults: Faults) -> int:
-    store = Store(db)
-    clock = make_clock(store, time_skip)
-    engine = Engine(store, clock, Registry(), faults=faults, loader=load_ref)
+def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
+    """Drive every runnable flow with this engine until interrupted (or idle)."""
     closed: list[str] = []
 
     def on_event(ev: Event) -> None:
@@ -228,11 +244,11 @@ def run_worker(console: Console, db: Path, *, until_idle: bool, time_skip: bool,
 
     engine.listeners.append(on_event)
     if mode != "json":
-        console.print(f"dex worker {engine.owner} · db {db}" + (" · until idle" if until_idle else
-                                                                 " · Ctrl-C to stop"), highlight=False)
+        console.print(f"dex worker {engine.owner} · db {engine.store.path}"
+                      + (" · until idle" if until_idle else " · Ctrl-C to stop"), highlight=False)
     tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
     try:
-        run_on_clock(lambda: engine.run(None, until_idle=until_idle), clock)
+        Runner(engine).drive(None, until_idle=until_idle)
     except KeyboardInterrupt:
         console.print(f"\nworker stopped; {len(closed)} flow(s) finished", highlight=False)
         return EXIT_INTERRUPTED

@@ -1,6 +1,6 @@
 """`dex graph` and `dex lint`: thin commands over dexcli.graph (which renders plain strings).
 
-The main CLI calls `register(app)`; errors are raised as DexError subclasses for its handler.
+The main CLI calls `register(app)`; errors are raised as CliError or DexError subclasses for its handler.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -61,15 +61,15 @@ def _styled(text: str, title: str | None = None) -> Text:
     return t
 
 
-def _load(flow: Optional[str], file: Optional[str]) -> Any:
-    from dexcli.loader import load_flow
+def _load(flow: str | None, file: str | None) -> Any:
+    from dexcli.cli.loader import load_flow
 
     obj, _ref = load_flow(flow, file)
     return obj
 
 
-def graph_command(flow: Optional[str], file: Optional[str], fmt: str) -> str:
-    """The text `dex graph` prints (plain, uncoloured). Raises DexError subclasses."""
+def graph_command(flow: str | None, file: str | None, fmt: str) -> str:
+    """The text `dex graph` prints (plain, uncoloured). Raises CliError or DexError subclasses."""
     from dexcli.graph.model import build_graph
     from dexcli.graph.render import render
 
@@ -77,15 +77,15 @@ def graph_command(flow: Optional[str], file: Optional[str], fmt: str) -> str:
     return render(graph, fmt)
 
 
-def lint_reports(flow: Optional[str], file: Optional[str]) -> list[LintReport]:
+def lint_reports(flow: str | None, file: str | None) -> list[LintReport]:
     """Lint one flow, or every known flow when neither a name nor --file is given."""
     from dexcli.graph.lint import lint_flow
 
     if flow or file:
         return [lint_flow(_load(flow, file))]
-    from dexcli.loader import KNOWN_FLOWS, load_named_flow
+    from dexcli.cli.loader import known_flows, plugin_flow
 
-    return [lint_flow(load_named_flow(name)) for name in sorted(KNOWN_FLOWS)]
+    return [lint_flow(plugin_flow(plugin)) for plugin in known_flows().values()]
 
 
 def lint_exit_code(reports: list[LintReport], strict: bool) -> int:
@@ -132,8 +132,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("graph")
     def graph(
-        flow: Optional[str] = typer.Argument(None, help=FLOW_HELP, show_default=False),
-        file: Optional[str] = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
+        flow: str | None = typer.Argument(None, help=FLOW_HELP, show_default=False),
+        file: str | None = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
         fmt: GraphFormat = typer.Option(GraphFormat.text, "--format", "-f",
                                         help="text (a diagram), mermaid, dot or json."),
     ) -> None:
@@ -147,9 +147,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("lint")
     def lint(
-        flow: Optional[str] = typer.Argument(None, help=FLOW_HELP + " Default: every known flow.",
+        flow: str | None = typer.Argument(None, help=FLOW_HELP + " Default: every known flow.",
                                              show_default=False),
-        file: Optional[str] = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
+        file: str | None = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
         strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     ) -> None:

@@ -6,7 +6,7 @@ reads engine state.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -36,7 +36,7 @@ def clock_time(s: str | None) -> str:
     t = parse_iso(s)
     if t is None:
         return "-"
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%H:%M:%S")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")
 
 
 def short_value(v: Any, limit: int = 60) -> str:
@@ -59,7 +59,7 @@ def decision_text(d: dict[str, Any] | None) -> str:
         return f"forceFail: {d.get('reason', '')}"
     if "output" in d:
         return f"{kind} → {short_value(d['output'])}"
-    return kind
+    return str(kind)
 
 
 def bar(fraction: float, style: str) -> Text:
@@ -93,72 +93,87 @@ def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
     seid = step["stepExecutionId"]
     head = Text(f" {glyph} ", style=style)
     head.append(f"{seid:<24}", style="bold" if step["status"] == "RUNNING" else "")
-    lines: list[RenderableType] = []
     max_a = step["maxAttempts"] or "∞"
     if step["status"] in ("COMPLETED", "FAILED", "CANCELED"):
-        last = step["attempts"][-1] if step["attempts"] else None
-        dur = _duration_between(last["startTime"], last["endTime"]) if last else None
-        head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
-        if step["status"] == "COMPLETED":
-            head.append(decision_text(step["decision"]))
-            if len(step["attempts"]) > 1:
-                head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
-        elif step["status"] == "FAILED" and last:
-            head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")
-        else:
-            head.append("canceled", style="yellow")
-        lines.append(head)
-        if step["recoveryError"]:
-            rec = step["recoveryError"]
-            lines.append(Text(f"     recovering from {step['fromStepExecutionId']}: {rec['errorType']}: {rec['detail']}",
-                              style="dim"))
-        if step["status"] != "COMPLETED" or len(step["attempts"]) > 1:
-            lines.extend(_failed_attempt_lines(step))
-        return lines
+        return _ended_step_lines(step, head, max_a)
     if step["status"] == "RUNNING":
-        r = step["running"]
-        opts = step["options"]
-        head.append(f"attempt {step['attempt']}/{max_a}   running {format_duration(r['secondsRunning'])}")
-        lines.append(head)
-        lines.extend(_failed_attempt_lines(step))
-        hb_to = opts["heartbeatTimeout"]
-        since = r["secondsSinceHeartbeat"]
-        lost = r.get("ownerAlive") is False
-        hb = Text("     heartbeat   ")
-        hb.append_text(bar(since / hb_to, "red" if lost else "cyan"))
-        if lost:
-            hb.append(f"  attempt {step['attempt']} lost? no heartbeat since {clock_time(step['lastHeartbeatTime'] or r['attemptStartTime'])}"
-                      f" — times out in {format_duration(r['secondsHeartbeatLeft'])}", style="red")
-        else:
-            hb.append(f"  {format_duration(since)} ago · times out in {format_duration(r['secondsHeartbeatLeft'])}")
-        lines.append(hb)
-        at = Text("     attempt     ")
-        mt = opts["executeMethodTimeout"]
-        at.append_text(bar(r["secondsRunning"] / mt, "blue"))
-        at.append(f"  {format_duration(r['secondsAttemptLeft'])} left (ExecuteMethodTimeout {format_duration(mt)})")
-        lines.append(at)
-        tot = Text("     total       ")
-        td = opts["totalDuration"]
-        tot.append_text(bar(1 - r["secondsTotalLeft"] / td, "magenta"))
-        tot.append(f"  {format_duration(r['secondsTotalLeft'])} left (TotalDuration {format_duration(td)})")
-        lines.append(tot)
-        cp = Text("     checkpoint  ")
-        cp.append(short_value(step["lastHeartbeatValue"]) if step["hasCheckpoint"] else "none", style="bold")
-        lines.append(cp)
-        return lines
+        return _running_step_lines(step, head, max_a)
     if step["status"] == "BACKOFF":
-        last = step["attempts"][-1] if step["attempts"] else None
-        lines.extend(_failed_attempt_lines(step) or [])
-        nxt = Text(f" … {seid:<24}attempt {step['attempt'] + 1}/{max_a}   starts in "
-                   f"{format_duration(step.get('secondsToNextAttempt') or 0)}", style="yellow")
-        if last:
-            nxt.append(f" (backoff after {last['errorType']})", style="dim")
-        if step["hasCheckpoint"]:
-            nxt.append(f"   checkpoint {short_value(step['lastHeartbeatValue'])}")
-        lines.append(nxt)
-        return lines
+        return _backoff_step_lines(step, max_a)
     head.append("queued", style="dim")
+    return [head]
+
+
+def _ended_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[RenderableType]:
+    lines: list[RenderableType] = []
+    last = step["attempts"][-1] if step["attempts"] else None
+    dur = _duration_between(last["startTime"], last["endTime"]) if last else None
+    head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
+    if step["status"] == "COMPLETED":
+        head.append(decision_text(step["decision"]))
+        if last is not None and len(step["attempts"]) > 1:
+            head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
+    elif step["status"] == "FAILED" and last:
+        head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")
+    else:
+        head.append("canceled", style="yellow")
     lines.append(head)
+    if step["recoveryError"]:
+        rec = step["recoveryError"]
+        lines.append(Text(f"     recovering from {step['fromStepExecutionId']}: "
+                          f"{rec['errorType']}: {rec['detail']}",
+                          style="dim"))
+    if step["status"] != "COMPLETED" or len(step["attempts"]) > 1:
+        lines.extend(_failed_attempt_lines(step))
+    return lines
+
+
+def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[RenderableType]:
+    lines: list[RenderableType] = []
+    r = step["running"]
+    opts = step["options"]
+    head.append(f"attempt {step['attempt']}/{max_a}   running {format_duration(r['secondsRunning'])}")
+    lines.append(head)
+    lines.extend(_failed_attempt_lines(step))
+    hb_to = opts["heartbeatTimeout"]
+    since = r["secondsSinceHeartbeat"]
+    lost = r.get("ownerAlive") is False
+    hb = Text("     heartbeat   ")
+    hb.append_text(bar(since / hb_to, "red" if lost else "cyan"))
+    if lost:
+        since_time = clock_time(step["lastHeartbeatTime"] or r["attemptStartTime"])
+        hb.append(f"  attempt {step['attempt']} lost? no heartbeat since {since_time}"
+                  f" — times out in {format_duration(r['secondsHeartbeatLeft'])}", style="red")
+    else:
+        hb.append(f"  {format_duration(since)} ago · times out in {format_duration(r['secondsHeartbeatLeft'])}")
+    lines.append(hb)
+    at = Text("     attempt     ")
+    mt = opts["executeMethodTimeout"]
+    at.append_text(bar(r["secondsRunning"] / mt, "blue"))
+    at.append(f"  {format_duration(r['secondsAttemptLeft'])} left (ExecuteMethodTimeout {format_duration(mt)})")
+    lines.append(at)
+    tot = Text("     total       ")
+    td = opts["totalDuration"]
+    tot.append_text(bar(1 - r["secondsTotalLeft"] / td, "magenta"))
+    tot.append(f"  {format_duration(r['secondsTotalLeft'])} left (TotalDuration {format_duration(td)})")
+    lines.append(tot)
+    cp = Text("     checkpoint  ")
+    cp.append(short_value(step["lastHeartbeatValue"]) if step["hasCheckpoint"] else "none", style="bold")
+    lines.append(cp)
+    return lines
+
+
+def _backoff_step_lines(step: dict[str, Any], max_a: Any) -> list[RenderableType]:
+    lines: list[RenderableType] = []
+    last = step["attempts"][-1] if step["attempts"] else None
+    lines.extend(_failed_attempt_lines(step) or [])
+    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a}   starts in "
+               f"{format_duration(step.get('secondsToNextAttempt') or 0)}", style="yellow")
+    if last:
+        nxt.append(f" (backoff after {last['errorType']})", style="dim")
+    if step["hasCheckpoint"]:
+        nxt.append(f"   checkpoint {short_value(step['lastHeartbeatValue'])}")
+    lines.append(nxt)
     return lines
 
 
@@ -193,7 +208,9 @@ def header(snap: dict[str, Any], db: str, offset: float) -> Text:
     return t
 
 
-def live_view(snap: dict[str, Any], db: str, offset: float = 0.0) -> RenderableType:
+def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[str, ...] = ()) -> RenderableType:
+    """The live view of one flow. `hints`: what its flow plugin suggests while it runs
+    (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`."""
     now = parse_iso(snap["now"]) or 0.0
     parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
     for step in snap["steps"]:
@@ -203,8 +220,8 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0) -> RenderableT
     fid = snap["summary"]["flowId"]
     if snap["summary"]["flowStatus"] == "RUNNING":
         hint = Text(" ", style="dim")
-        if snap["summary"]["flowType"] == "PollingFlow":
-            hint.append(f"complete early:  dex complete-job {fid}      ", style="dim")
+        for h in hints:
+            hint.append(f"{h}      ", style="dim")
         hint.append(f"inspect:  dex inspect {fid}", style="dim")
         parts.append(hint)
     return Group(*parts)
@@ -242,9 +259,11 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
                 f"{format_duration(r['secondsToTimeout'])} (at {clock_time(r['nextTimeoutTime'])})")
         elif st["status"] == "BACKOFF":
             parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
-                         f"{clock_time(st.get('nextAttemptTime'))} (in {format_duration(st.get('secondsToNextAttempt') or 0)})")
+                         f"{clock_time(st.get('nextAttemptTime'))} "
+                         f"(in {format_duration(st.get('secondsToNextAttempt') or 0)})")
         elif st["status"] == "QUEUED":
-            parts.append(f"{st['stepExecutionId']} queued — needs a running dex (dex resume {snap['summary']['flowId']})")
+            parts.append(f"{st['stepExecutionId']} queued — needs a running dex "
+                         f"(dex resume {snap['summary']['flowId']})")
     if not parts:
         parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
     t = Text(" Waiting on:  ", style="bold")
@@ -272,6 +291,15 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     w = waiting_on(snap)
     if w is not None:
         parts.append(w)
+    parts.append(Text(" Steps", style="bold"))
+    parts.append(_steps_table(snap, now))
+    parts.extend(stream_lines(snap))
+    parts.append(Text(" History", style="bold"))
+    parts.extend(_history_line(e) for e in snap["history"])
+    return Group(*parts)
+
+
+def _steps_table(snap: dict[str, Any], now: float) -> Table:
     table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
     for col in ("step", "status", "attempt", "start", "duration", "outcome", "error / decision"):
         table.add_column(col, overflow="fold")
@@ -301,28 +329,26 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
             rec = st["recoveryError"]
             table.add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
                           f"{rec['errorType']}: {rec['detail']}")
-    parts.append(Text(" Steps", style="bold"))
-    parts.append(table)
-    parts.extend(stream_lines(snap))
-    parts.append(Text(" History", style="bold"))
-    for e in snap["history"]:
-        line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
-        if "stepExecutionId" in e:
-            line.append(f"{e['stepExecutionId']}  ")
-        if e["type"] == "StepExecuteCompleted":
-            line.append(decision_text(e.get("decision")), style="dim")
-        elif e["type"] == "StepExecuteFailed":
-            line.append(f"{e['errorType']}: {e['detail']} ({e['reason']})", style="red")
-            if e.get("recoveryStepExecutionId"):
-                line.append(f" → {e['recoveryStepExecutionId']}")
-        elif e["type"] == "FlowClosed":
-            line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
-            if e.get("errorMessage"):
-                line.append(f" {e['errorType']}: {e['errorMessage']}", style="dim")
-        elif e["type"] == "FlowStarted":
-            line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
-        parts.append(line)
-    return Group(*parts)
+    return table
+
+
+def _history_line(e: dict[str, Any]) -> Text:
+    line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
+    if "stepExecutionId" in e:
+        line.append(f"{e['stepExecutionId']}  ")
+    if e["type"] == "StepExecuteCompleted":
+        line.append(decision_text(e.get("decision")), style="dim")
+    elif e["type"] == "StepExecuteFailed":
+        line.append(f"{e['errorType']}: {e['detail']} ({e['reason']})", style="red")
+        if e.get("recoveryStepExecutionId"):
+            line.append(f" → {e['recoveryStepExecutionId']}")
+    elif e["type"] == "FlowClosed":
+        line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
+        if e.get("errorMessage"):
+            line.append(f" {e['errorType']}: {e['errorMessage']}", style="dim")
+    elif e["type"] == "FlowStarted":
+        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
+    return line
 
 
 def _outcome_style(outcome: str) -> str:
@@ -374,20 +400,22 @@ class LineDiffer:
                     elif a["outcome"] == "CANCELED":
                         msg = f"⊘ {seid} attempt {a['attempt']} canceled"
                     else:
-                        msg = f"✗ {seid} attempt {a['attempt']}/{max_a} {a['outcome'].lower().replace('_', ' ')}: {a['errorType']}: {a['detail']}"
+                        outcome = a["outcome"].lower().replace("_", " ")
+                        msg = f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}: {a['errorType']}: {a['detail']}"
                     events.append((end, order, f"+{end - start:7.1f}s  {msg}"))
                 self._attempts[key] = (a["outcome"], a["heartbeats"])
             if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
                 nt = parse_iso(st.get("nextAttemptTime")) or 0.0
                 order += 1
-                events.append((nt - 1e-6, order, f"+{nt - start:7.1f}s  … {seid} attempt {st['attempt'] + 1} scheduled (backoff)"))
+                line = f"+{nt - start:7.1f}s  … {seid} attempt {st['attempt'] + 1} scheduled (backoff)"
+                events.append((nt - 1e-6, order, line))
                 self._steps[seid] = f"BACKOFF{st['attempt']}"
         for name, msgs in snap["streams"].items():
             for m in msgs:
-                key = f"{name}/{m['resumeToken']}"
-                if key in self._streams:
+                stream_key = f"{name}/{m['resumeToken']}"
+                if stream_key in self._streams:
                     continue
-                self._streams.add(key)
+                self._streams.add(stream_key)
                 t = parse_iso(m["createdTime"]) or 0.0
                 order += 1
                 events.append((t, order, f"+{t - start:7.1f}s  ✉ {name} {short_value(m['value'])}  ({m['source']})"))

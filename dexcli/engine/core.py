@@ -76,6 +76,7 @@ class Engine:
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self._outputs: dict[tuple[str, str], tuple[AttemptRun, t.Outputs]] = {}
         self._context: contextvars.Context | None = None  # run()'s, with the host set
+        self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
 
     # ------------------------------------------------------------------ facade -----------
@@ -167,6 +168,7 @@ class Engine:
         heartbeat deadline passes, and retried.
         """
         token = use_host(self.host)
+        self._stopped = []
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         try:
             await self.scheduler.loop(flow_ids, until_idle, stop, stop_poll)
@@ -214,7 +216,9 @@ class Engine:
                       heartbeatTimeout=run.opts.heartbeat_timeout)
             self.faults.hit("attempt-start", run.spec.step_type, where=run.where())
             await self._attempt(run)
-        except asyncio.CancelledError:  # fenced from outside: lease lost, flow closed
+        except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
+            if run.fenced is None:
+                self._stopped.append(run)
             run.fence(run.fenced or "cancelled")
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
             run.fence(f"its outcome could not be recorded: {exc}")
@@ -380,6 +384,19 @@ class Engine:
                   errorMessage=closed.message)
 
     # ------------------------------------------------------------------ stopping ---------
+    def release_interrupted(self) -> int:
+        """After run() was interrupted (Ctrl-C, SIGTERM, a closed output): end the attempts it
+        was running as INTERRUPTED and make their steps runnable at once, so a resume need not
+        wait for their heartbeat deadlines. Returns how many were released."""
+        stopped, self._stopped = self._stopped, []
+        if not stopped:
+            return 0
+        now = self.now()
+        with self.store.tx() as tx:
+            released = sum(t.release(tx, run.attempt_key, now) for run in stopped)
+        return released
+
+
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
         with self.store.tx() as tx:
             closed = t.stop(tx, flow_id, stop_type, reason, self.now())

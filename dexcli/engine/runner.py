@@ -12,6 +12,7 @@ code already on that loop. `deadline` (engine clock) ends the drive even if `unt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from dexcli.engine.clock import run as run_on_clock
@@ -34,8 +35,15 @@ class Runner:
 
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
               until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:
-        run_on_clock(lambda: self.drive_async(flow_ids, until=until, until_idle=until_idle, deadline=deadline,
-                                              poll=poll), self.engine.clock)
+        """Drive on this thread. Interrupted (Ctrl-C, or any exception out of the loop), the
+        attempts it was running are released (`Engine.release_interrupted`) before it re-raises."""
+        try:
+            run_on_clock(lambda: self.drive_async(flow_ids, until=until, until_idle=until_idle, deadline=deadline,
+                                                  poll=poll), self.engine.clock)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the original error matters more
+                self.engine.release_interrupted()
+            raise
 
     async def drive_async(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
                           until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:

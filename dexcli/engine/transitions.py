@@ -182,6 +182,18 @@ def heartbeat(tx: Tx, key: AttemptKey, flow_type: str, heartbeat_timeout: float,
     return tokens
 
 
+# ------------------------------------------------------------------------------ release -----
+def release(tx: Tx, key: AttemptKey, now: float) -> bool:
+    """This process stops cleanly while the attempt runs: the attempt ends INTERRUPTED and its
+    step is runnable again at once (the next attempt reads the last checkpoint). An interrupted
+    attempt does not count against maximum_attempts. False when the attempt was no longer ours."""
+    if not tx.release_step(key.flow_id, key.seid, key.owner, key.attempt, now):
+        return False
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.INTERRUPTED, None,
+                   "its process stopped (Ctrl-C, SIGTERM or a closed output); the step runs again on resume")
+    return True
+
+
 # ------------------------------------------------------------------------------ close -------
 def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | None = None,
           open_steps: bool = True) -> None:
@@ -353,8 +365,9 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     if flow is None or not flow.is_running:
         raise Fenced()
     f, seid, attempt = failure, step.step_execution_id, step.attempt
-    delay = f.delay_override if f.delay_override is not None else opts.delay_after(attempt)
-    attempts_left = opts.attempts_left(attempt)
+    tries = attempt - tx.interrupted_attempts(step.flow_id, seid)  # interrupted attempts do not count
+    delay = f.delay_override if f.delay_override is not None else opts.delay_after(tries)
+    attempts_left = opts.attempts_left(tries)
     time_left = (f.at + delay) - step.scheduled_at < opts.total_duration
     if not f.fatal and attempts_left and time_left:
         next_at = max(f.at + delay, now)

@@ -43,6 +43,7 @@ class AttemptOutcome(enum.Enum):
     TIMED_OUT = "TIMED_OUT"  # this process saw a deadline pass
     LOST = "LOST"  # another process declared it lost at a deadline (its owner died)
     CANCELED = "CANCELED"  # the flow closed while it ran
+    INTERRUPTED = "INTERRUPTED"  # its process stopped cleanly (Ctrl-C, SIGTERM, a closed pipe): not a failure
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,6 +153,16 @@ class Tx:
                              (end_time, flow_id, seid, owner, attempt))
         return bool(cur.rowcount == 1)
 
+    def release_step(self, flow_id: str, seid: str, owner: str, attempt: int, now: float) -> bool:
+        """Give a running attempt's step back (QUEUED, runnable now, no owner). Fenced."""
+        cur = self.c.execute("UPDATE steps SET status = 'QUEUED', next_attempt_at = ?, lease_owner = NULL WHERE "
+                             + _FENCE, (now, flow_id, seid, owner, attempt))
+        return bool(cur.rowcount == 1)
+
+    def interrupted_attempts(self, flow_id: str, seid: str) -> int:
+        return int(scalar(self.c, "SELECT COUNT(*) FROM attempts WHERE flow_id = ? AND step_execution_id = ? "
+                                  "AND outcome = 'INTERRUPTED'", (flow_id, seid)))
+
     def active_step_count(self, flow_id: str) -> int:
         return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND status IN {_OPEN}",
                           (flow_id,)))

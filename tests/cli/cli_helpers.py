@@ -56,23 +56,19 @@ def assert_error(res: Any, code: int, *fragments: str) -> str:
 
 def start_flow(db: Path, name: str, flow_id: str, input: Any = None, job_duration: float | None = None) -> None:
     """Start a flow the way `dex run` does, but do not drive it (it stays RUNNING, queued)."""
-    from dexcli.cli.driver import make_clock
-    from dexcli.client import Client
-    from dexcli.engine.core import Engine
+    from dexcli.cli.driver import build_engine
+    from dexcli.cli.loader import load_flow
     from dexcli.engine.host import StoreHost
-    from dexcli.loader import load_flow
-    from dexcli.sdk.registry import Registry
     from dexcli.store import Store
     from flows.job_service import FakeJobService
 
     store = Store(db)
     try:
-        clock = make_clock(store, False)
-        engine = Engine(store, clock, Registry())
+        engine = build_engine(store, time_skip=False)
         flow, ref = load_flow(name)
         if name == "polling":
-            FakeJobService(StoreHost(store, clock)).configure_job(flow_id, duration_seconds=job_duration)
-        Client(engine=engine).start_flow(flow, flow_id, input, flow_ref=ref)
+            FakeJobService(StoreHost(store, engine.clock)).configure_job(flow_id, duration_seconds=job_duration)
+        engine.start_flow(flow, flow_id, input, flow_ref=ref)
     finally:
         store.close()
 
@@ -145,18 +141,13 @@ def subprocess_env(db: Path) -> dict[str, str]:
 
 def drive_until(db: Path, flow_id: str, until: Any) -> None:
     """Drive one flow in this process on the time-skip clock until `until(store)` is true."""
-    from dexcli.cli.driver import make_clock
-    from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.core import Engine
-    from dexcli.loader import load_ref
-    from dexcli.sdk.registry import Registry
+    from dexcli.cli.driver import build_engine
+    from dexcli.engine.runner import Runner
     from dexcli.store import Store
 
     store = Store(db)
     try:
-        clock = make_clock(store, True)
-        engine = Engine(store, clock, Registry(), loader=load_ref)
-        run_on_clock(lambda: engine.run([flow_id], until_idle=False, stop=lambda: until(store)), clock)
+        Runner(build_engine(store, time_skip=True)).drive([flow_id], until=lambda: until(store))
     finally:
         store.close()
 

@@ -1,4 +1,4 @@
-"""Fixtures for the CLI tests (issue 3).
+"""Fixtures for the CLI tests.
 
 Every test gets its own database in tmp_path, passed through DEX_DB; output is never a TTY
 under CliRunner, so commands print plain lines. Virtual time everywhere (`--time-skip`, or

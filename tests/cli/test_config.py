@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dexcli.cli.config import format_duration, parse_duration, resolve_db
-from dexcli.sdk.errors import UsageError
+from dexcli.cli.errors import UsageError
 
 
 @pytest.fixture

@@ -55,7 +55,11 @@ def line_with(text: str, *parts: str) -> str:
 
 
 def test_live_view_of_a_running_step(running):
-    text = render(live_view(running, "/tmp/x/dex.db"))
+    from dexcli.cli.discovery import installed
+    from dexcli.cli.plugin_cmds import hints_for
+
+    hints = hints_for(installed().get("polling"), "demo")  # the polling plugin's: complete-job
+    text = render(live_view(running, "/tmp/x/dex.db", hints=hints))
     lines = text.splitlines()
     assert lines[0].strip() == "dex · PollingFlow · demo · db /tmp/x/dex.db"
     assert line_with(text, "✓ StartJob-1", "goTo AwaitJob")
@@ -71,6 +75,11 @@ def test_live_view_of_a_running_step(running):
     q, r = line_with(text, "+0.0 s", "QUEUED"), line_with(text, "RUNNING", "#AwaitJob-1")
     assert lines.index(q) < lines.index(r)
     assert line_with(text, "complete early:  dex complete-job demo", "inspect:  dex inspect demo")
+
+
+def test_live_view_without_plugin_hints_offers_inspect_only(running):
+    hint = line_with(render(live_view(running, "dex.db")), "inspect:  dex inspect demo")
+    assert "complete-job" not in hint
 
 
 def test_live_view_shows_the_clock_offset(running):

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from cli_helpers import subprocess_env, parse_iso_seconds
+from cli_helpers import parse_iso_seconds, subprocess_env
 
 from dexcli.store import Store
 

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dexcli.loader import load_flow
+from dexcli.cli.loader import load_flow
 
 BAD = Path(__file__).resolve().parent / "bad_flows"
 MARK = re.compile(r"#\s*(FINDING|ERROR|WARNING)\s+([a-z-]+)")

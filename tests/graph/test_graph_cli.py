@@ -7,8 +7,8 @@ import typer
 from graph_helpers import file_ref
 from typer.testing import CliRunner
 
+from dexcli.cli.errors import NotFoundError, UsageError
 from dexcli.cli.graph_cmds import register
-from dexcli.sdk.errors import NotFoundError, UsageError
 
 
 @pytest.fixture(scope="module")

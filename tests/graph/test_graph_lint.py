@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from graph_helpers import BAD, expected_markers, load_bad
 
+from dexcli.cli.loader import load_flow
 from dexcli.graph.lint import RULES, SEED, lint_flow
-from dexcli.loader import load_flow
 
 RULE_FLOWS = {
     "timer-self-loop": "timer_self_loop",

@@ -8,8 +8,8 @@ from graph_helpers import load_bad
 
 from dexcli import Context, Flow, Registry, Step, StepDecision, StepList, go_to, graceful_complete
 from dexcli.graph import build_graph
+from dexcli.cli.loader import load_flow
 from dexcli.graph.checks import static_problems
-from dexcli.loader import load_flow
 from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.sdk.registry import build_definition
 

@@ -1,7 +1,8 @@
-"""Find a flow by name (`polling`) or by file (`path/to/module.py:FlowClass`).
+"""Find a flow by name (`polling`: an installed flow plugin) or by file (`path/to/module.py:FlowClass`).
 
-The reference a flow was loaded from is stored with each run, so `dex resume` and
-`dex worker` in another process can load the same code.
+The reference a flow was loaded from is stored with each run (`name:polling`,
+`file:/abs/path.py:Class`), so `dex resume` and `dex worker` in another process can load the
+same code: `load_ref` is the loader the CLI gives its engine.
 """
 
 from __future__ import annotations
@@ -10,31 +11,13 @@ import importlib
 import importlib.util
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dexcli.sdk.errors import NotFoundError, UsageError
+from dexcli.cli.discovery import installed
+from dexcli.cli.errors import NotFoundError, UsageError
+from dexcli.plugins import FlowPlugin
 from dexcli.sdk.flow import Flow
-
-
-@dataclass(frozen=True)
-class KnownFlow:
-    name: str
-    target: str  # "module:attr"
-    description: str
-
-
-KNOWN_FLOWS: dict[str, KnownFlow] = {
-    "polling": KnownFlow(
-        "polling", "flows.polling:PollingFlow",
-        "Wait for a simulated external job: progress on each status change, result at the end.",
-    ),
-    "three-steps": KnownFlow(
-        "three-steps", "flows.three_steps:ThreeStepFlow",
-        "Three short steps in a row, each checkpointed: the smallest flow to crash and resume.",
-    ),
-}
 
 
 def _instantiate(obj: Any, where: str) -> Flow[Any]:
@@ -85,18 +68,37 @@ def load_file_flow(spec: str) -> Flow[Any]:
     return _instantiate(getattr(module, attr), f"{path_s}:{attr}")
 
 
-def load_named_flow(name: str) -> Flow[Any]:
-    known = KNOWN_FLOWS.get(name)
-    if known is None:
-        names = ", ".join(sorted(KNOWN_FLOWS))
+def known_flows() -> dict[str, FlowPlugin]:
+    """The flows `dex run` knows by name: one per installed flow plugin, in name order."""
+    return installed().plugins
+
+
+def plugin_flow(plugin: FlowPlugin) -> Flow[Any]:
+    """A new instance of the plugin's flow (imported now if it is named by "module:attr")."""
+    obj = plugin.flow
+    if isinstance(obj, str):
+        module_name, _, attr = obj.partition(":")
+        module: Any = importlib.import_module(module_name)
+        obj = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    return _instantiate(obj, plugin.target)
+
+
+def named_plugin(name: str) -> FlowPlugin:
+    plugin = known_flows().get(name)
+    if plugin is None:
+        names = ", ".join(known_flows())
         raise NotFoundError(f"unknown flow {name!r}; known flows: {names} (or use --file path.py:Class)")
-    module_name, _, attr = known.target.partition(":")
-    module = importlib.import_module(module_name)
-    return _instantiate(getattr(module, attr), known.target)
+    return plugin
+
+
+def load_named_flow(name: str) -> Flow[Any]:
+    return plugin_flow(named_plugin(name))
 
 
 def load_flow(name: str | None = None, file: str | None = None) -> tuple[Flow[Any], str]:
-    """Return the flow and the reference to store with its runs (`name` or `file:path:Class`)."""
+    """Return the flow and the reference to store with its runs (`name:…` or `file:path:Class`)."""
     if file:
         if name:
             raise UsageError("give a flow name or --file, not both")

@@ -1,0 +1,206 @@
+"""The `dex` Typer app and what every command shares: the database, consoles, the error handler.
+
+Commands live in run_cmds (run, resume, worker, watch, stop), read_cmds (inspect, list, flows,
+doctor), admin_cmds (init, time) and graph_cmds; main.py registers them in the order
+`dex --help` lists them. Flow plugins (dexcli.plugins) add options to `dex run` and commands
+of their own: DexGroup asks for them only when a command needs them (plugin_cmds), so
+`dex list` or `dex inspect` never look for plugins.
+
+Errors a user can cause are CliError, DexError or StoreError: one line on stderr, exit code on
+the class.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from dexcli.cli.errors import CliError, NotFoundError
+from dexcli.sdk.errors import DexError
+
+if TYPE_CHECKING:
+    from dexcli.store import Store
+
+EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
+                   "3 not found · 4 conflict · 130 interrupted · 137 injected crash.")
+
+
+def _click_exceptions() -> Any:
+    try:  # typer >= 0.2x vendors click as typer._click
+        from typer import _click
+
+        return _click.exceptions
+    except ImportError:  # pragma: no cover - older typer on the real click
+        import click  # type: ignore[import-not-found, unused-ignore]
+
+        return click.exceptions
+
+
+def _hoist_global_options(args: list[str]) -> list[str]:
+    """`--db PATH` is global; accept it after the command too (`dex inspect ID --db P`)."""
+    if "--" in args:
+        return args
+    out, moved, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--db" and i + 1 < len(args):
+            moved += args[i:i + 2]
+            i += 2
+            continue
+        if a.startswith("--db="):
+            moved.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return moved + out
+
+
+def user_error_types() -> tuple[type[Exception], ...]:
+    """The errors printed as one line: the CLI's, the SDK's and the store's. The store's module
+    is looked up only if something imported it: a command that never opened a database cannot
+    raise its error, and `dex --help` does not pay for importing the store."""
+    store_errors = sys.modules.get("dexcli.store.errors")
+    return (CliError, DexError) + ((store_errors.StoreError,) if store_errors is not None else ())
+
+
+def _print_error(message: str, code: int) -> NoReturn:
+    print(f"dex: error: {message.replace(chr(10), ' ')}", file=sys.stderr)
+    sys.exit(code)
+
+
+class DexGroup(TyperGroup):
+    """The root command. Every user mistake, from every command, and click's own usage errors
+    (unknown option, missing argument, bad value): one line on stderr, `dex: error: ...`, and
+    the error's exit code. Plugin commands and `dex run`'s plugin options join on demand."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        args = _hoist_global_options(list(sys.argv[1:] if args is None else args))
+        exc = _click_exceptions()
+        abort = getattr(exc, "Abort", KeyboardInterrupt)  # not every vendored click has Abort
+        try:
+            rv = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except (KeyboardInterrupt, abort):
+            print("dex: interrupted", file=sys.stderr)
+            sys.exit(130)
+        except exc.NoArgsIsHelpError as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except exc.ClickException as e:
+            hint = ""
+            ctx = getattr(e, "ctx", None)
+            if isinstance(e, exc.UsageError) and ctx is not None:
+                hint = f" (see `{ctx.command_path} --help`)"
+            _print_error(f"{e.format_message()}{hint}", e.exit_code)
+        except Exception as e:
+            if not isinstance(e, user_error_types()):
+                raise
+            _print_error(str(e), getattr(e, "exit_code", 2))
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from dexcli.cli.plugin_cmds import command_names
+
+        return command_names(super().list_commands(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None and cmd_name != "run":
+            return cmd  # a built-in command that takes nothing from plugins: no discovery
+        from dexcli.cli.plugin_cmds import add_run_options, plugin_command
+
+        if cmd is None:
+            return plugin_command(cmd_name)
+        add_run_options(cmd)
+        return cmd
+
+
+app = typer.Typer(
+    name="dex",
+    cls=DexGroup,
+    help="Run and inspect Dex flows on one machine: durable steps, retries, heartbeats and "
+         "checkpoints in SQLite, with a live terminal view.\n\n" + EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+time_app = typer.Typer(help="The database clock: show it, or move it forward for every process.",
+                       invoke_without_command=True)
+app.add_typer(time_app, name="time")
+
+
+class State:
+    db_flag: str | None = None
+
+
+STATE = State()
+
+
+def _no_color() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def out_console() -> Console:
+    width = None
+    if not sys.stdout.isatty():  # pipes and files: do not wrap at 80 columns
+        width = int(os.environ.get("COLUMNS", "0") or 0) or 160
+    return Console(no_color=_no_color(), highlight=False, soft_wrap=False, width=width)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, no_color=_no_color(), highlight=False, soft_wrap=True)
+
+
+def db_path() -> Path:
+    from dexcli.cli.config import resolve_db
+
+    return resolve_db(STATE.db_flag)[0]
+
+
+def open_store(must_exist: bool = False) -> Store:
+    from dexcli.cli.config import synchronous_setting
+    from dexcli.store import Store
+
+    path = db_path()
+    if must_exist and not path.exists():
+        raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
+    return Store(path, synchronous=synchronous_setting())
+
+
+def store_now(store: Store) -> float:
+    import time
+
+    return time.time() + store.clock_offset()
+
+
+def view_mode(json_out: bool) -> str:
+    if json_out:
+        return "json"
+    return "live" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else "lines"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from dexcli import __version__
+
+        print(f"dex {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    db: str | None = typer.Option(None, "--db", help="Database path (else $DEX_DB, else dex.toml, else ~/.dex/dex.db).",
+                                     envvar=None),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    STATE.db_flag = db

@@ -1,0 +1,111 @@
+"""The commands that only read: inspect, list, flows, doctor."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC
+from typing import TYPE_CHECKING
+
+import typer
+
+from dexcli.cli.app import open_store, out_console, store_now
+from dexcli.cli.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from dexcli.store import FlowRecord
+
+STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
+
+
+def inspect(
+    flow_id: str = typer.Argument(..., help="The flow to show."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON object: summary, steps, streams, history."),
+) -> None:
+    """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
+    from dexcli.cli.render import inspect_view
+    from dexcli.engine.views import inspect_flow
+
+    store = open_store(must_exist=True)
+    snap = inspect_flow(store, flow_id, store_now(store))
+    if json_out:
+        print(json.dumps(snap, indent=2))
+        return
+    out_console().print(inspect_view(snap, store.clock_offset()))
+
+
+def list_flows(
+    status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
+    flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
+    limit: int = typer.Option(20, "--limit", min=1, help="How many, newest first."),
+    json_out: bool = typer.Option(False, "--json", help="A JSON list of summaries."),
+) -> None:
+    """List flows, newest first."""
+    from dexcli.engine.views import flow_summary
+
+    if status is not None and status.upper() not in STATUSES:
+        raise UsageError(f"--status must be one of {', '.join(STATUSES)}")
+    store = open_store(must_exist=True)
+    from dexcli.store import FlowState
+
+    rows = store.list_flows(FlowState(status.upper()) if status else None, flow_type, limit)
+    if json_out:
+        print(json.dumps([flow_summary(r) for r in rows], indent=2))
+        return
+    if not rows:
+        print("no flows" + (" match" if status or flow_type else f" in {store.path}"))
+        return
+    cells = _list_cells(rows, store_now(store))
+    if not sys.stdout.isatty():  # scripts and pipes: aligned plain text, no Rich layout to pay for
+        widths = [max(len(str(row[i])) for row in (LIST_HEADERS, *cells)) for i in range(len(LIST_HEADERS) - 1)]
+        for row in (LIST_HEADERS, *cells):
+            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + str(row[-1]))
+        return
+    from rich.table import Table
+
+    from dexcli.cli.render import STATUS_STYLE
+
+    table = Table(box=None, pad_edge=False)
+    for col in LIST_HEADERS:
+        table.add_column(col, overflow="fold")
+    for row in cells:
+        table.add_row(row[0], row[1], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
+    out_console().print(table)
+
+
+def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
+    from datetime import datetime
+
+    from dexcli.cli.config import format_duration
+
+    cells: list[tuple[str, ...]] = []
+    for r in rows:
+        info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
+        cells.append((r.flow_id, r.flow_type, r.status.value,
+                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                      format_duration((r.close_time or now) - r.start_time), info))
+    return cells
+
+
+def flows() -> None:
+    """List the flows `dex run` knows by name."""
+    from dexcli.cli.plugin_cmds import plugins
+
+    for p in plugins().plugins.values():
+        module, _, cls = p.target.partition(":")
+        print(f"{p.name:<12} {cls:<16} {module:<20} {p.description}")
+
+
+def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:
+    """Check the database's invariants and report each breach (exit 1 if any)."""
+    from dexcli.engine.doctor import check
+
+    store = open_store(must_exist=True)
+    if flow_id is not None and store.get_flow(flow_id) is None:
+        raise NotFoundError(f"no flow with id {flow_id!r}")
+    problems, checked = check(store, flow_id)
+    for p in problems:
+        print(p)
+    print(f"{checked} flow(s) checked, {len(problems)} problem(s)")
+    raise typer.Exit(1 if problems else 0)

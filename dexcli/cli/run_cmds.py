@@ -1,0 +1,244 @@
+"""The commands that drive or change flows: run, resume, worker, watch, stop.
+
+`dex run` opens the database once and builds one engine: its registry holds the flow object
+loaded from the command line, the same engine starts the flow and a Runner drives it. Only
+the live view opens a second connection, to show committed state from its own thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
+from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from dexcli.engine.core import Engine
+    from dexcli.engine.faults import Faults
+    from dexcli.plugins import FlowPlugin
+    from dexcli.sdk.flow import Flow
+    from dexcli.sdk.registry import FlowDefinition
+
+
+def parse_input(text: str | None) -> Any:
+    if text is None:
+        return None
+    if text.startswith("@"):
+        p = Path(text[1:]).expanduser()
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise UsageError(f"--input: cannot read {p}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
+
+
+def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> Faults:
+    from dexcli.engine.faults import Faults
+
+    try:
+        return Faults.from_options(crash_at=crash_at, stall=stall, fail=fail)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(
+    ctx: typer.Context,
+    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling)."),
+    file: str | None = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass."),
+    flow_id: str | None = typer.Option(None, "--flow-id", help="Flow ID (default: generated)."),
+    input: str | None = typer.Option(None, "--input", help="Start input as JSON, or @file.json."),
+    json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
+    time_skip: bool = typer.Option(False, "--time-skip",
+                                   help="Skip idle waits: jump the database clock to the next deadline."),
+    crash_after: str | None = typer.Option(None, "--crash-after",
+                                           help="Kill this process (os._exit) after a duration, e.g. 3s."),
+    crash_at: str | None = typer.Option(
+        None, "--crash-at",
+        help="Kill this process at a point: attempt-start, heartbeat[:N], stream-write[:N], before-commit, "
+             "after-commit; narrow to a step with @Step (heartbeat:2@AwaitJob)."),
+    stall: str | None = typer.Option(None, "--stall", help="STEP[:ATTEMPT]: that attempt hangs without heartbeats."),
+    fail: str | None = typer.Option(None, "--fail",
+                                    help="STEP[:N]: the first N attempts of STEP raise a transient error."),
+) -> None:
+    """Start a flow and drive it to its end here, showing it live."""
+    from dexcli.cli.config import parse_duration
+    from dexcli.cli.driver import build_engine, drive_flow
+    from dexcli.cli.loader import load_flow
+    from dexcli.cli.plugin_cmds import hints_for, run_option_values
+
+    flow_obj, ref = load_flow(flow, file)
+    start_input = parse_input(input)
+    faults = parse_faults(crash_at, stall, fail)
+    crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after else None
+    given = run_option_values(ctx)
+    _check_values(given)
+    store = open_store()
+    try:
+        engine = build_engine(store, time_skip=time_skip, faults=faults)
+        definition = engine.registry.add(flow_obj)
+        for w in definition.warnings:
+            print(f"dex: warning: {w}", file=sys.stderr)
+        plugin = _run_plugin(flow, definition, given)
+        fid = _start(engine, flow_obj, ref, flow_id, start_input, plugin, given, definition)
+        code = drive_flow(engine, out_console(), fid, mode=view_mode(json_out), time_skip=time_skip,
+                          crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid))
+    finally:
+        store.close()
+    raise typer.Exit(code)
+
+
+def _check_values(given: dict[str, Any]) -> None:
+    """Parse the plugin options given (a bad duration is a usage error before anything opens)."""
+    from dexcli.cli.plugin_cmds import owner_of, parse_value
+
+    for dest, raw in given.items():
+        owner = owner_of(dest)
+        if owner is not None:
+            parse_value(owner[1], raw)
+
+
+def _run_plugin(name: str | None, definition: FlowDefinition, given: dict[str, Any]) -> FlowPlugin | None:
+    """The flow plugin of this run: the one named, or with --file the one whose options were
+    given, if its flow is the file's. Options of another plugin's flow are a usage error."""
+    from dexcli.cli.loader import named_plugin, plugin_flow
+    from dexcli.cli.plugin_cmds import only_for, owner_of
+
+    plugin = named_plugin(name) if name else None
+    for dest in given:
+        found = owner_of(dest)
+        if found is None:
+            continue
+        owner = found[0]
+        if plugin is None and plugin_flow(owner).get_flow_type() == definition.flow_type:
+            plugin = owner
+        if owner is not plugin:
+            raise only_for(owner)
+    return plugin
+
+
+def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, start_input: Any,
+           plugin: FlowPlugin | None, given: dict[str, Any], definition: FlowDefinition) -> str:
+    """Check the flow id, let the flow's plugin set things up, start the flow. Returns its id."""
+    from dexcli.engine.core import new_flow_id
+
+    fid = flow_id or new_flow_id(definition.flow_type)
+    if engine.store.get_flow(fid) is not None:
+        raise ConflictError(f"flow {fid} already exists; choose another --flow-id or `dex inspect {fid}`")
+    if plugin is not None and plugin.before_start is not None:
+        from dexcli.cli.plugin_cmds import options_of
+        from dexcli.engine.host import StoreHost
+        from dexcli.plugins import RunContext
+
+        host = StoreHost(engine.store, engine.clock)
+        plugin.before_start(RunContext(fid, host, options_of(plugin, given)))
+    engine.start_flow(flow_obj, fid, start_input, flow_ref=ref)
+    return fid
+
+
+def resume(
+    flow_id: str = typer.Argument(..., help="The flow to drive to its end."),
+    json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
+    time_skip: bool = typer.Option(False, "--time-skip",
+                                   help="Skip idle waits (including a lost attempt's heartbeat timeout)."),
+) -> None:
+    """Drive one flow to its end here (after a crash or Ctrl-C), with the live view."""
+    from dexcli.cli.driver import build_engine, drive_flow, exit_code_for
+    from dexcli.cli.plugin_cmds import hints_for, plugins
+
+    store = open_store(must_exist=True)
+    try:
+        row = store.get_flow(flow_id)
+        if row is None:
+            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        if not row.is_running:
+            _show_ended(store, flow_id, json_out)
+            raise typer.Exit(exit_code_for(row.status.value))
+        engine = build_engine(store, time_skip=time_skip)
+        hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
+        code = drive_flow(engine, out_console(), flow_id, mode=view_mode(json_out), time_skip=time_skip,
+                          err=err_console(), hints=hints)
+    finally:
+        store.close()
+    raise typer.Exit(code)
+
+
+def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
+    from dexcli.cli.render import final_card
+    from dexcli.engine.views import inspect_flow
+
+    snap = inspect_flow(store, flow_id, store_now(store))
+    if json_out:
+        print(json.dumps(snap))
+    else:
+        out_console().print(final_card(snap))
+        print(f"(flow {flow_id} had already ended; nothing to resume)")
+
+
+def worker(
+    until_idle: bool = typer.Option(False, "--until-idle", help="Stop when nothing is left to run."),
+    time_skip: bool = typer.Option(False, "--time-skip", help="Skip idle waits (moves the database clock)."),
+    json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event."),
+) -> None:
+    """Drive every runnable flow in the database until interrupted (or idle)."""
+    from dexcli.cli.driver import build_engine, run_worker
+
+    store = open_store()
+    try:
+        code = run_worker(build_engine(store, time_skip=time_skip), out_console(), until_idle=until_idle,
+                          mode="json" if json_out else "lines")
+    finally:
+        store.close()
+    raise typer.Exit(code)
+
+
+def watch(
+    flow_id: str = typer.Argument(..., help="A flow another process is running."),
+    json_out: bool = typer.Option(False, "--json", help="Print the inspect object when the flow ends."),
+) -> None:
+    """Follow a flow that another process drives (read-only); exit when it ends."""
+    from dexcli.cli.driver import watch_flow
+    from dexcli.cli.plugin_cmds import hints_for, plugins
+
+    store = open_store(must_exist=True)
+    try:
+        row = store.get_flow(flow_id)
+        if row is None:
+            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
+        code = watch_flow(out_console(), store, flow_id, mode=view_mode(json_out), hints=hints)
+    finally:
+        store.close()
+    raise typer.Exit(code)
+
+
+def stop(
+    flow_id: str = typer.Argument(...),
+    type_: str = typer.Option("cancel", "--type", help="cancel, terminate or fail."),
+    reason: str | None = typer.Option(None, "--reason"),
+) -> None:
+    """Stop a running flow (CANCELED, TERMINATED, or FAILED with CLIENT_API_FAILED)."""
+    from dexcli.cli.driver import build_engine
+    from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
+
+    kinds = {"cancel": "CANCEL", "terminate": "TERMINATE", "fail": "FAIL"}
+    if type_.lower() not in kinds:
+        raise UsageError("--type must be cancel, terminate or fail")
+    store = open_store(must_exist=True)
+    try:
+        if store.get_flow(flow_id) is None:
+            raise NotFoundError(f"no flow with id {flow_id!r}")
+        try:
+            build_engine(store, time_skip=False).stop_flow(flow_id, kinds[type_.lower()], reason)
+        except FlowNotActiveOrNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+    finally:
+        store.close()
+    print(f"flow {flow_id} stopped ({kinds[type_.lower()].lower()})")

@@ -1,0 +1,60 @@
+"""How the examples show up in `dex`: their names (`dex run polling`, `dex flows`), the polling
+example's `dex run` options (`--job-duration`, `--job-fails`) and its `dex complete-job` command.
+
+Named in pyproject.toml under `[project.entry-points."dex.flows"]` (see dexcli.plugins). Light on
+purpose: `dex --help` imports this module to list `complete-job`; the flows themselves are
+named as "module:attr" and load when they run.
+"""
+
+from __future__ import annotations
+
+from dexcli.plugins import Argument, Command, CommandContext, FlowPlugin, NotFoundError, Option, RunContext, UsageError
+from flows.job_service import FakeJobService
+
+
+def configure_job(run: RunContext) -> None:
+    """Before a polling flow starts: how its simulated job will behave."""
+    FakeJobService(run.host).configure_job(run.flow_id, duration_seconds=run.options["job_duration"],
+                                           fails=run.options["job_fails"])
+
+
+def complete_job(ctx: CommandContext, flow_id: str | None) -> None:
+    """`dex complete-job [FLOW_ID]`: finish the job early (default: the one running polling flow)."""
+    if flow_id is None:
+        running = ctx.running_flow_ids("PollingFlow")
+        if not running:
+            raise NotFoundError("no polling flow is running; name one: dex complete-job FLOW_ID")
+        if len(running) > 1:
+            raise UsageError(f"{len(running)} polling flows are running ({', '.join(running[:5])}); name one")
+        flow_id = running[0]
+    jobs = FakeJobService(ctx.host)
+    try:
+        jobs.complete_job(flow_id)
+    except LookupError:
+        raise NotFoundError(f"no simulated job for flow {flow_id!r} (is it a polling flow that has started?)") from None
+    status = jobs.describe_job(flow_id)
+    print(f"job {flow_id} completed: {status.state.value if status else 'SUCCEEDED'}"
+          f" — the flow sees it at its next poll")
+
+
+POLLING = FlowPlugin(
+    name="polling",
+    flow="flows.polling:PollingFlow",
+    description="Wait for a simulated external job: progress on each status change, result at the end.",
+    run_options=(
+        Option("--job-duration", "How long the simulated job runs (default 6s).", kind="duration"),
+        Option("--job-fails", "The simulated job ends FAILED.", kind="flag"),
+    ),
+    before_start=configure_job,
+    commands=(
+        Command("complete-job", complete_job, "Finish the simulated job of a polling flow early.",
+                arguments=(Argument("flow_id", "The polling flow (default: the one running).", required=False),)),
+    ),
+    hints=("complete early:  dex complete-job {flow_id}",),
+)
+
+THREE_STEPS = FlowPlugin(
+    name="three-steps",
+    flow="flows.three_steps:ThreeStepFlow",
+    description="Three short steps in a row, each checkpointed: the smallest flow to crash and resume.",
+)
