@@ -22,7 +22,7 @@ def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
 
     store = Store(db)
     clock = clock or Clock(offset=store.clock_offset())
-    return Engine(store, clock, Registry(flows or []), loader=load_ref)
+    return Engine(store, clock, Registry(flows or [], allow_async_handlers=True), loader=load_ref)
 
 
 # ---------------------------------------------------------------------------------- 1 -----
@@ -144,7 +144,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         worker = asyncio.ensure_future(engine.run(
             None, until_idle=False, stop=lambda: engine.stats["flows_closed"] - closed0 >= n, stop_poll=0.5))
         await asyncio.sleep(0)
-        await asyncio.gather(*(client.start_flow(flow, fid) for fid in ids))
+        await asyncio.gather(*(client.start_flow(flow, fid, None) for fid in ids))
         marks["started"] = time.perf_counter()
         await worker
 
@@ -200,7 +200,7 @@ def virtual_timeout(db: str) -> dict[str, Any]:
         virtual = row.close_time - row.start_time
         attempts = env.store.attempts_of("slow-job")
     timeouts = [a.error_type for a in attempts if a.outcome.value == "TIMED_OUT"]
-    status = getattr(result.status, "value", result.status)
+    status = result.status.name
     out: dict[str, Any] = {"wall_s": wall, "setup_s": t0 - t_setup, "virtual_s": virtual,
                            "speedup": virtual / wall, "status": status, "timeouts": timeouts}
     if "StartToClose" not in timeouts or status != "FAILED":

@@ -24,9 +24,6 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         Context as Context,
     )
     from dexcli.sdk.context import (
-        RecoveryError as RecoveryError,
-    )
-    from dexcli.sdk.context import (
         RecoveryErrorInfo as RecoveryErrorInfo,
     )
     from dexcli.sdk.context import (
@@ -34,6 +31,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.context import (
         heartbeat as heartbeat,
+    )
+    from dexcli.sdk.decisions import (
+        RetryAfterError as RetryAfterError,
     )
     from dexcli.sdk.decisions import (
         StepDecision as StepDecision,
@@ -60,9 +60,6 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         go_to_many as go_to_many,
     )
     from dexcli.sdk.decisions import (
-        go_to_multi as go_to_multi,
-    )
-    from dexcli.sdk.decisions import (
         graceful_complete as graceful_complete,
     )
     from dexcli.sdk.decisions import (
@@ -75,13 +72,7 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         FlowAlreadyStartedError as FlowAlreadyStartedError,
     )
     from dexcli.sdk.errors import (
-        FlowCodeError as FlowCodeError,
-    )
-    from dexcli.sdk.errors import (
         FlowDefinitionError as FlowDefinitionError,
-    )
-    from dexcli.sdk.errors import (
-        FlowNotActiveError as FlowNotActiveError,
     )
     from dexcli.sdk.errors import (
         FlowNotActiveOrNotFoundError as FlowNotActiveOrNotFoundError,
@@ -94,9 +85,6 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.errors import (
         LongPollTimeoutError as LongPollTimeoutError,
-    )
-    from dexcli.sdk.errors import (
-        NotSupportedYetError as NotSupportedYetError,
     )
     from dexcli.sdk.errors import (
         ValueMappingError as ValueMappingError,

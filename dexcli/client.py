@@ -1,16 +1,19 @@
 """Client: Dex's client API over the local engine (start_flow, wait_for_flow, streams, ...).
 
-There is no server: `wait_for_flow` drives the flow in this process until it ends (or
-`timeout` seconds of the engine's clock pass), which is what a local worker + server would do.
-The CLI and the tests use this same facade.
+There is no server: `wait_for_flow` drives the flow in this process until it ends (or its
+`timeout` passes on the engine's clock), which is what a local worker + server would do;
+`read_stream` drives it until a message arrives. Timeouts are `timedelta`s of whole seconds,
+as the official SDK's. Both clients are context managers with `close()` (idempotent: it closes
+the database the client opened with `db=`). The CLI and the tests use this same facade.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from dexcli.engine.clock import Clock
@@ -35,7 +38,20 @@ from dexcli.store import FlowRecord, Store, StreamRecord
 
 
 def _dt(t: float) -> datetime:
-    return datetime.fromtimestamp(t, tz=timezone.utc)
+    return datetime.fromtimestamp(t, tz=UTC)
+
+
+def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
+    """A client timeout as seconds, checked as the official SDK checks it."""
+    if timeout is None:
+        return None
+    if not isinstance(timeout, timedelta):
+        raise TypeError(f"{what}(timeout=...) takes a timedelta, as the official SDK: "
+                        f"timeout=timedelta(seconds=...), not {type(timeout).__name__}")
+    seconds = timeout.total_seconds()
+    if seconds < 0 or not seconds.is_integer() or seconds > 2**31 - 1:
+        raise ValueError("duration must be whole seconds within int32")
+    return seconds
 
 
 class _Ops:
@@ -59,16 +75,16 @@ class _Ops:
         flow = self.flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
                             for c in json.loads(flow.completions))
-        return FlowResult(
+        return FlowResult(  # the store's states and error types map to the SDK's enums by name
             status=FlowStatus[flow.status.name], completions=completions,
-            error_type=FlowErrorType(flow.error_type) if flow.error_type else None,
+            error_type=FlowErrorType[flow.error_type] if flow.error_type else None,
             error_message=flow.error_message,
         )
 
     def final(self, flow_id: str) -> FlowResult:
         result = self.result(flow_id)
         if not result.is_terminal:
-            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.value}")
+            raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.name}")
         return result
 
     def describe(self, flow_id: str) -> FlowInfo:
@@ -76,17 +92,17 @@ class _Ops:
         return FlowInfo(flow.flow_id, flow.run_id, flow.flow_type, FlowStatus[flow.status.name],
                         _dt(flow.start_time))
 
-    def start(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,
-                   options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
+    def start(self, flow: Flow[Any], flow_id: str | None, input: Any,
+              options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
         options = options or StartFlowOptions()
         return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, request_id=options.request_id,
                                       ignore_already_started=options.ignore_already_started)
 
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
-        self.engine.stop_flow(flow_id, options.type.value, options.reason)
+        self.engine.stop_flow(flow_id, options.type.name, options.reason)
 
-    def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int = 100,
+    def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
         """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
         page_size = max(1, min(page_size, 1000))
@@ -120,28 +136,68 @@ class _Ops:
                                      stream.stream_capacity_bytes)
         return str(token)
 
-    def deadline(self, timeout: float | None) -> float | None:
-        return None if timeout is None else self.engine.clock.now() + timeout
+    def deadline(self, timeout: timedelta | None, what: str) -> float | None:
+        seconds = _timeout_seconds(timeout, what)
+        return None if seconds is None else self.engine.clock.now() + seconds
+
+    def running(self, flow_id: str) -> bool:
+        flow = self.store.get_flow(flow_id)
+        return flow is not None and flow.is_running
+
+    def no_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> LongPollTimeoutError:
+        return LongPollTimeoutError(f"no message on {stream.name} of flow {flow_id} after token "
+                                    f"{resume_token or '(start)'}")
+
+
+class _Closing:
+    """close() and the context-manager protocol of both clients: closing releases the database
+    the client opened itself (db=...), never an engine it was given."""
+
+    engine: Engine
+    _owns_store: bool = False
+    _closed: bool = False
+
+    def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._owns_store:
+                self.engine.store.close()
 
 
 def _engine(registry: Registry | list[Flow[Any]] | None, db: str | Path | None, clock: Clock | None,
-            engine: Engine | None) -> Engine:
+            engine: Engine | None, *, allow_async_handlers: bool) -> Engine:
+    """The engine a client runs flows on. Given a list of flows instead of a Registry, the client
+    registers them as the official SDK's clients expect: sync handlers only for Client (as for a
+    Worker), async ones too for AsyncClient (as for an AsyncWorker)."""
     if engine is not None:
         return engine
     if db is None:
         raise ValueError("Client needs db=PATH (or an engine)")
     store = Store(db)
-    reg = registry if isinstance(registry, Registry) else Registry(list(registry or []), checks=static_problems)
+    reg = registry if isinstance(registry, Registry) else Registry(
+        list(registry or []), checks=static_problems, allow_async_handlers=allow_async_handlers)
     return Engine(store, clock or Clock(offset=store.clock_offset()), reg)
 
 
-class Client:
+class Client(_Closing):
     """Synchronous client. `wait_for_flow` runs the engine on this thread until the flow ends."""
 
     def __init__(self, registry: Registry | list[Flow[Any]] | None = None, *, db: str | Path | None = None,
                  clock: Clock | None = None, engine: Engine | None = None) -> None:
-        self.engine = _engine(registry, db, clock, engine)
+        self.engine = _engine(registry, db, clock, engine, allow_async_handlers=False)
+        self._owns_store = engine is None
         self._ops = _Ops(self.engine)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exception_type: type[BaseException] | None, exception: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database this client opened (db=...). Idempotent."""
+        self._close()
 
     @property
     def store(self) -> Store:
@@ -153,14 +209,15 @@ class Client:
     def describe_flow(self, flow_id: str) -> FlowInfo:
         return self._ops.describe(flow_id)
 
-    def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,
+    def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                    options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
+        """Start `flow`; returns its run id. A None flow_id (dexcli only) generates one."""
         return self._ops.start(flow, flow_id, input, options, flow_ref=flow_ref)
 
     def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
 
-    def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int = 100,
+    def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
         """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
         return self._ops.list_messages(flow_id, stream, page_size, before_page_token)
@@ -169,28 +226,52 @@ class Client:
         """Write one message as a client. Rejected (ValueMappingError) when it can never fit."""
         return self._ops.write_message(flow_id, stream, source, value)
 
-    def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
+    def wait_for_flow(self, flow_id: str, timeout: timedelta | None = None) -> FlowResult:
+        deadline = self._ops.deadline(timeout, "wait_for_flow")
         self._ops.flow(flow_id)
         runner = Runner(self.engine)
-        runner.drive([flow_id], until=runner.closed(flow_id), deadline=self._ops.deadline(timeout))
+        runner.drive([flow_id], until=runner.closed(flow_id), deadline=deadline)
         return self._ops.final(flow_id)
 
     def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
-                    timeout: float | None = None) -> StreamMessage[Any]:
+                    timeout: timedelta | None = None) -> StreamMessage[Any]:
+        """The next message after `resume_token`; drives the flow until one is written, the
+        flow ends or `timeout` passes (then LongPollTimeoutError)."""
+        deadline = self._ops.deadline(timeout, "read_stream")
         msg = self._ops.next_message(flow_id, stream, resume_token)
+        if msg is None and self._ops.running(flow_id):
+            def written() -> bool:
+                return self._ops.next_message(flow_id, stream, resume_token) is not None
+
+            runner = Runner(self.engine)
+            closed = runner.closed(flow_id)
+            runner.drive([flow_id], until=lambda: written() or closed(), deadline=deadline, poll=0.1)
+            msg = self._ops.next_message(flow_id, stream, resume_token)
         if msg is None:
-            raise LongPollTimeoutError(f"no message on {stream.name} after token {resume_token or '(start)'}")
+            raise self._ops.no_message(flow_id, stream, resume_token)
         return msg
 
 
-class AsyncClient:
+class AsyncClient(_Closing):
     """Asynchronous client for code already running on the engine's event loop: the Client's
     methods as coroutines. Starts made together (e.g. under asyncio.gather) share one commit."""
 
     def __init__(self, registry: Registry | list[Flow[Any]] | None = None, *, db: str | Path | None = None,
                  clock: Clock | None = None, engine: Engine | None = None) -> None:
-        self.engine = _engine(registry, db, clock, engine)
+        self.engine = _engine(registry, db, clock, engine, allow_async_handlers=True)
+        self._owns_store = engine is None
         self._ops = _Ops(self.engine)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, exception_type: type[BaseException] | None, exception: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the database this client opened (db=...). Idempotent."""
+        self._close()
 
     @property
     def store(self) -> Store:
@@ -202,7 +283,7 @@ class AsyncClient:
     async def describe_flow(self, flow_id: str) -> FlowInfo:
         return self._ops.describe(flow_id)
 
-    async def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None,
+    async def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                          options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
         options = options or StartFlowOptions()
         return await self.engine.start_flow_async(
@@ -212,27 +293,29 @@ class AsyncClient:
     async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
 
-    async def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int = 100,
+    async def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                                    before_page_token: str = "") -> StreamMessagesPage[Any]:
         return self._ops.list_messages(flow_id, stream, page_size, before_page_token)
 
     async def write_stream(self, flow_id: str, stream: Stream[Any], source: str, value: Any) -> str:
         return self._ops.write_message(flow_id, stream, source, value)
 
-    async def wait_for_flow(self, flow_id: str, timeout: float | None = None) -> FlowResult:
+    async def wait_for_flow(self, flow_id: str, timeout: timedelta | None = None) -> FlowResult:
+        deadline = self._ops.deadline(timeout, "wait_for_flow")
         self._ops.flow(flow_id)
         runner = Runner(self.engine)
-        await runner.drive_async([flow_id], until=runner.closed(flow_id), deadline=self._ops.deadline(timeout))
+        await runner.drive_async([flow_id], until=runner.closed(flow_id), deadline=deadline)
         return self._ops.final(flow_id)
 
     async def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
-                          timeout: float | None = None) -> StreamMessage[Any]:
-        """Long-polls on the engine's clock until a message after `resume_token` arrives."""
-        deadline = self._ops.deadline(timeout)
+                          timeout: timedelta | None = None) -> StreamMessage[Any]:
+        """Long-polls on the engine's clock until a message after `resume_token` arrives, the
+        flow ends without one, or `timeout` passes (then LongPollTimeoutError)."""
+        deadline = self._ops.deadline(timeout, "read_stream")
         while True:
             msg = self._ops.next_message(flow_id, stream, resume_token)
             if msg is not None:
                 return msg
-            if deadline is not None and self.engine.clock.now() >= deadline:
-                raise LongPollTimeoutError(f"no message on {stream.name} within {timeout} s")
+            if not self._ops.running(flow_id) or (deadline is not None and self.engine.clock.now() >= deadline):
+                raise self._ops.no_message(flow_id, stream, resume_token)
             await asyncio.sleep(0.1)

@@ -41,7 +41,9 @@ class DexTestEnv:
         self.path = Path(path)
         self.clock = Clock.virtual(start)
         self.store = Store(self.path)
-        self.engine = Engine(self.store, self.clock, Registry(checks=static_problems), faults=faults)
+        # async steps run, as under an AsyncWorker (the official Registry's default refuses them)
+        registry = Registry(checks=static_problems, allow_async_handlers=True)
+        self.engine = Engine(self.store, self.clock, registry, faults=faults)
         self.client = Client(engine=self.engine)
         self.events: list[dict[str, Any]] = []
         self.engine.listeners.append(lambda e: self.events.append(e.as_dict()))

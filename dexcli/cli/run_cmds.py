@@ -68,7 +68,10 @@ def run(
     fail: str | None = typer.Option(None, "--fail",
                                     help="STEP[:N]: the first N attempts of STEP raise a transient error."),
 ) -> None:
-    """Start a flow and drive it to its end here, showing it live."""
+    """Start a flow and drive it to its end here, showing it live.
+
+    Async steps are allowed, as under Dex's AsyncWorker (a Registry built with
+    allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
     from dexcli.cli.loader import load_flow

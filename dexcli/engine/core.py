@@ -66,7 +66,7 @@ class Engine:
                  owner: str | None = None, faults: Faults | None = None, loader: Loader | None = None) -> None:
         self.store = store
         self.clock = clock
-        self.definitions = Definitions(registry or Registry(), loader)
+        self.definitions = Definitions(registry or Registry(allow_async_handlers=True), loader)
         self.faults = faults or Faults()
         self.events = Emitter(clock.now)
         self.commits = GroupCommit(store)

@@ -1,8 +1,17 @@
-"""Values as JSON through pydantic: primitives, enums, dataclasses, pydantic models. No pickle."""
+"""Values as JSON through pydantic. No pickle.
+
+Which types a step may take is the official SDK's rule (its `CodecRegistry` built-ins):
+`codec_problem` refuses the rest at registration, so a flow that registers here registers on a
+Dex server too. dexcli has no custom codecs yet (`Registry(codec_registry=...)` is refused).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
+import typing
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +69,30 @@ def decode(text: str | None, tp: Any = Any) -> Any:
     if text is None:
         return None
     return from_jsonable(json.loads(text), tp)
+
+
+# The official SDK's built-in codecs: these exact types, dataclasses, Enums, and parameterized
+# list/tuple/dict (dex.codec.CodecRegistry.resolve; its Mapping/Sequence test compares typing's
+# aliases with an origin, which never matches, so Mapping[...] and Sequence[...] have no codec).
+_BUILTIN_CODECS: tuple[Any, ...] = (str, bool, int, float, bytes, type(None), datetime)
+_JSON_ORIGINS: tuple[Any, ...] = (list, tuple, dict, typing.Mapping, typing.Sequence)
+
+
+def codec_problem(tp: Any) -> str | None:
+    """Why the official SDK has no built-in codec for type hint `tp` (its wording), or None."""
+    if tp in _BUILTIN_CODECS:
+        return None
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, enum.Enum)):
+        return None
+    if typing.get_origin(tp) in _JSON_ORIGINS:
+        return None
+    return (f"no codec for {codec_type_name(tp)}; register one in CodecRegistry (dex has no custom codecs "
+            "yet: use a dataclass, an Enum, a primitive or a parameterized list/tuple/dict)")
+
+
+def codec_type_name(tp: Any) -> str:
+    """A type hint's name as the official SDK's codec errors spell it."""
+    return str(getattr(tp, "__qualname__", str(tp)))
 
 
 def type_name(tp: Any) -> str:

@@ -26,8 +26,6 @@ class RecoveryErrorInfo:
     error_type: str
 
 
-RecoveryError = RecoveryErrorInfo
-
 
 @dataclass(frozen=True)
 class StepOutput:

@@ -1,12 +1,24 @@
-"""StepDecision and its factories: what a handler returns to move the flow on."""
+"""StepDecision and its factories: what a handler returns to move the flow on.
+
+Names and signatures are the official SDK's (`go_to(step, input)`, `StepMovement.of(step, input,
+*, options=None)`, `retry_after(after_seconds, cause)`). Steps are addressed by their class, as
+the official worker does: a step instance, a name or anything else fails the call at once with a
+FlowCodeError (the flow fails with INVALID_USER_FLOW_CODE) where a Dex worker would fail when it
+dispatches the decision, and retry it.
+"""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from dexcli.sdk.errors import InvalidStepResultError
+from dexcli.sdk.errors import FlowCodeError, InvalidStepResultError
+
+if TYPE_CHECKING:
+    from dexcli.sdk.options import StepOptions
+
+InputT = TypeVar("InputT")
 
 
 class _Omitted:
@@ -37,50 +49,78 @@ class DecisionKind(enum.Enum):
     DEAD_END = "deadEnd"
 
 
+def require_step_class(step: Any, what: str) -> type:
+    """`step` if it is a Step class; otherwise the FlowCodeError that says how to address it."""
+    from dexcli.sdk.flow import Step
+
+    if isinstance(step, type) and issubclass(step, Step):
+        return step
+    if isinstance(step, Step):
+        cls = type(step).__name__
+        raise FlowCodeError(f"{what} takes a Step class, not an instance: {cls}, not a {cls} object "
+                            f"(e.g. go_to({cls}, input), not go_to(self.step, input)); a Dex worker cannot "
+                            "dispatch an instance")
+    raise FlowCodeError(f"{what} takes a Step class of the flow, got {type(step).__name__} {step!r}")
+
+
 @dataclass(frozen=True)
-class StepMovement:
-    """One step to schedule: a Step class (or the registered instance), its input, options."""
+class StepMovement(Generic[InputT]):
+    """One step to schedule: the destination Step class, its input and optional StepOptions."""
 
-    step: Any
-    input: Any = None
-    options: Any = None
+    step: type[Any]
+    input: InputT
+    options: StepOptions | None = None
 
-    @classmethod
-    def of(cls, step: Any, input: Any = None, *, options: Any = None) -> StepMovement:
-        return cls(step=step, input=input, options=options)
+    def __post_init__(self) -> None:
+        require_step_class(self.step, "StepMovement")
+
+    @staticmethod
+    def of(step: type[Any], input: InputT, *, options: StepOptions | None = None) -> StepMovement[InputT]:
+        return StepMovement(step, input, options)
+
+
+def _union(existing: tuple[type[Any], ...], added: tuple[Any, ...], what: str) -> tuple[type[Any], ...]:
+    combined = list(existing)
+    for step in added:
+        cls = require_step_class(step, what)
+        if all(cls is not current for current in combined):
+            combined.append(cls)
+    return tuple(combined)
 
 
 @dataclass(frozen=True)
 class StepDecision:
     kind: DecisionKind
-    movements: tuple[StepMovement, ...] = ()
+    movements: tuple[StepMovement[Any], ...] = ()
     output: Any = OMITTED
     reason: str | None = None
-    canceling_steps: tuple[Any, ...] = field(default=())
-    canceling_sibling_steps: tuple[Any, ...] = field(default=())
+    canceling_steps: tuple[type[Any], ...] = field(default=())
+    canceling_sibling_steps: tuple[type[Any], ...] = field(default=())
 
-    def with_canceling_steps(self, *steps: Any) -> StepDecision:
-        return StepDecision(
-            self.kind, self.movements, self.output, self.reason,
-            self.canceling_steps + steps, self.canceling_sibling_steps,
-        )
+    def with_canceling_steps(self, *steps: type[Any]) -> StepDecision:
+        """Also cancel every current execution of these Step classes (the union of repeated
+        calls; flow-wide selection supersedes sibling selection of the same class)."""
+        flow_wide = _union(self.canceling_steps, steps, "with_canceling_steps")
+        siblings = tuple(s for s in self.canceling_sibling_steps if all(s is not g for g in flow_wide))
+        return StepDecision(self.kind, self.movements, self.output, self.reason, flow_wide, siblings)
 
-    def with_canceling_sibling_steps(self, *steps: Any) -> StepDecision:
-        return StepDecision(
-            self.kind, self.movements, self.output, self.reason,
-            self.canceling_steps, self.canceling_sibling_steps + steps,
-        )
+    def with_canceling_sibling_steps(self, *steps: type[Any]) -> StepDecision:
+        """Also cancel the executions of these Step classes started by the same step execution."""
+        siblings = _union(self.canceling_sibling_steps, steps, "with_canceling_sibling_steps")
+        siblings = tuple(s for s in siblings if all(s is not g for g in self.canceling_steps))
+        return StepDecision(self.kind, self.movements, self.output, self.reason, self.canceling_steps, siblings)
 
     @property
     def has_output(self) -> bool:
         return self.output is not OMITTED
 
 
-def go_to(step: Any, input: Any = None, *, options: Any = None) -> StepDecision:
-    return StepDecision(DecisionKind.NEXT, (StepMovement(step, input, options),))
+def go_to(step: type[Any], input: Any) -> StepDecision:
+    """Schedule one next step: its class and its input (per-movement options: go_to_many)."""
+    return go_to_many(StepMovement.of(step, input))
 
 
-def go_to_many(*movements: StepMovement) -> StepDecision:
+def go_to_many(*movements: StepMovement[Any]) -> StepDecision:
     if not movements:
         raise InvalidStepResultError("go_to_many needs at least one StepMovement")
     for m in movements:
@@ -89,9 +129,6 @@ def go_to_many(*movements: StepMovement) -> StepDecision:
                 f"go_to_many takes StepMovement.of(...) values, got {type(m).__name__}"
             )
     return StepDecision(DecisionKind.NEXT, tuple(movements))
-
-
-go_to_multi = go_to_many
 
 
 def graceful_complete(output: Any = OMITTED) -> StepDecision:
@@ -110,7 +147,7 @@ def dead_end() -> StepDecision:
     return StepDecision(DecisionKind.DEAD_END)
 
 
-def force_complete_if_channels_empty(output: Any, fallback: StepMovement, *channels: Any) -> StepDecision:
+def force_complete_if_channels_empty(output: Any, fallback: StepMovement[Any], *channels: Any) -> StepDecision:
     from dexcli.sdk.errors import NotSupportedYetError
 
     raise NotSupportedYetError(
@@ -118,19 +155,35 @@ def force_complete_if_channels_empty(output: Any, fallback: StepMovement, *chann
     )
 
 
-class RetryAfter(Exception):
-    """Raise from a handler to fail this attempt and retry after `seconds` instead of backoff.
+class RetryAfterError(Exception):
+    """Raised from a handler (`raise retry_after(30, err)`): this attempt fails with `cause`, and
+    the next one starts after `after_seconds` instead of the retry policy's backoff. The retry
+    policy's limits still apply."""
 
-    The cause is what the failure reports (its type and message). Limits are unchanged.
-    """
-
-    def __init__(self, seconds: float, cause: BaseException | None = None) -> None:
-        self.seconds = float(seconds)
+    def __init__(self, after_seconds: int, cause: BaseException) -> None:
+        self.after_seconds = after_seconds
         self.cause = cause
-        super().__init__(str(cause) if cause is not None else f"retry after {seconds} s")
+        super().__init__(after_seconds, cause)
+
+    def __str__(self) -> str:
+        return str(self.cause)
+
+    @property
+    def seconds(self) -> float:
+        return float(self.after_seconds)
 
 
-def retry_after(seconds: Any, cause: BaseException | None = None) -> RetryAfter:
-    """Build the exception to raise: `raise retry_after(30, err)`. Accepts seconds or timedelta."""
-    secs = seconds.total_seconds() if hasattr(seconds, "total_seconds") else float(seconds)
-    return RetryAfter(secs, cause)
+RetryAfter = RetryAfterError  # the engine's name for it
+
+
+def retry_after(after_seconds: int, cause: BaseException) -> RetryAfterError:
+    """The error to raise to retry after `after_seconds` (a positive number of seconds, not a
+    timedelta); `cause` is the failure recorded for this attempt."""
+    if cause is None:
+        raise ValueError("cause is required")
+    if isinstance(after_seconds, bool) or not isinstance(after_seconds, (int, float)):
+        raise TypeError(f"retry_after takes after_seconds as a number of seconds (retry_after(30, cause)), "
+                        f"not {type(after_seconds).__name__}")
+    if after_seconds <= 0:
+        raise ValueError("after_seconds must be positive")
+    return RetryAfterError(after_seconds, cause)

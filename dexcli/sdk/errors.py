@@ -45,8 +45,6 @@ class FlowNotActiveOrNotFoundError(DexServiceError):
     exit_code = 3
 
 
-FlowNotActiveError = FlowNotActiveOrNotFoundError
-
 
 class LongPollTimeoutError(DexServiceError):
     exit_code = 1

@@ -105,3 +105,8 @@ class Flow(Generic[StartT], ABC):
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema()
+
+    def handle_timeout(self, context: Any) -> Any:  # pragma: no cover - optional
+        """Override to handle the flow's timeout (StartFlowOptions(timeout=...)): take the
+        Context, return a StepDecision. The registry checks its signature."""
+        raise NotImplementedError("Flow has no timeout handler")

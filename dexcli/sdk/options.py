@@ -20,14 +20,14 @@ DEFAULT_TOTAL_DURATION = timedelta(hours=4)
 
 
 class StepDurability(enum.Enum):
-    DEFAULT = "DEFAULT"
-    SYNC = "SYNC"
-    ASYNC = "ASYNC"
+    DEFAULT = "default"
+    SYNC = "sync"
+    ASYNC = "async"
 
 
 class WaitForFailurePolicy(enum.Enum):
-    FAIL_FLOW = "FAIL_FLOW"
-    PROCEED = "PROCEED"
+    FAIL_FLOW = "fail_flow"
+    PROCEED = "proceed"
 
 
 @dataclass(frozen=True)
@@ -98,16 +98,25 @@ class StepOptions:
     execute_load_channels: tuple[Any, ...] = ()
     execute_load_channel_maps: tuple[Any, ...] = ()
     execute_load_channel_map_instances: tuple[Any, ...] = ()
-    execute_failure_step: Any = field(default=None, compare=False)
-    execute_failure_step_options: StepOptions | None = field(default=None, compare=False)
+    # private, as the official SDK's: set them with on_execute_failure_proceed_to
+    _execute_failure_target: Any = field(default=None, compare=False)
+    _execute_failure_options: StepOptions | None = field(default=None, compare=False)
 
     def on_execute_failure_proceed_to(
-        self, step: Any, options: StepOptions | None = None
+        self, step: type[Any], options: StepOptions | None = None
     ) -> StepOptions:
-        """A copy whose Execute, once retries are exhausted or a limit expires, moves to `step`."""
-        return dataclasses.replace(
-            self, execute_failure_step=step, execute_failure_step_options=options
-        )
+        """A copy whose Execute, once retries are exhausted or a limit expires, moves to the
+        registered Step class `step` (with `options`, else that step's own)."""
+        return dataclasses.replace(self, _execute_failure_target=step, _execute_failure_options=options)
+
+    @property
+    def execute_failure_step(self) -> Any:
+        """The Step class execute failures are routed to, or None."""
+        return self._execute_failure_target
+
+    @property
+    def execute_failure_step_options(self) -> StepOptions | None:
+        return self._execute_failure_options
 
     # --- resolved views the engine uses -------------------------------------------------
     def method_timeout_seconds(self) -> float:
@@ -136,7 +145,7 @@ class ResolvedOptions:
     maximum_interval: float
     maximum_attempts: int  # counts the first attempt; 0 = unlimited
     total_duration: float
-    durability: str
+    durability: str  # the StepDurability member's name: "DEFAULT", "SYNC", "ASYNC" (stored, and in the JSON)
     failure_step: str | None = None  # the execute-failure route's step type
     failure_step_options: ResolvedOptions | None = None
 
@@ -194,5 +203,5 @@ def resolve_options(opts: StepOptions, where: str, failure_step: str | None = No
         method_timeout=opts.method_timeout_seconds(), heartbeat_timeout=opts.heartbeat_timeout_seconds(),
         initial_interval=p.initial_interval.total_seconds(), backoff_coefficient=p.backoff_coefficient,
         maximum_interval=p.maximum_interval.total_seconds(), maximum_attempts=p.maximum_attempts,
-        total_duration=p.total_duration.total_seconds(), durability=opts.execute_durability.value,
+        total_duration=p.total_duration.total_seconds(), durability=opts.execute_durability.name,
         failure_step=failure_step, failure_step_options=failure_options)

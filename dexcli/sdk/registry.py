@@ -7,19 +7,18 @@ in by the caller, `Registry(checks=static_problems)`.
 
 from __future__ import annotations
 
-import inspect
-import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dexcli.sdk.context import AsyncContext, Context
+from dexcli.sdk.codec import codec_problem
+from dexcli.sdk.decisions import StepDecision
 from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
+from dexcli.sdk.handlers import MISSING, check_handler
 from dexcli.sdk.options import StepOptions, check_heartbeat_timeout
 from dexcli.sdk.stream import Stream
-
-_NO_INPUT = object()
+from dexcli.sdk.waiting import Wait
 
 
 @dataclass
@@ -49,17 +48,21 @@ class FlowDefinition:
     def failure_step(self, opts: StepOptions, where: str) -> tuple[StepSpec | None, str | None]:
         """The registered step `opts` routes execute failures to, or why there is none."""
         target = opts.execute_failure_step
+        if isinstance(target, Step):
+            return None, (f"{where}: on_execute_failure_proceed_to takes a Step class, not an instance: "
+                          f"on_execute_failure_proceed_to({_name(target)})")
         rec = self.resolve(target)
         if rec is None:
             return None, f"{where}: on_execute_failure_proceed_to({_name(target)}) names a step that is not registered"
         return rec, None
 
     def resolve(self, target: Any) -> StepSpec | None:
-        """A Step class, a registered instance or a step type name -> its StepSpec."""
+        """A registered Step class (as the official SDK addresses steps) or a step type name -> its
+        StepSpec; None for anything else, a step instance included."""
         if isinstance(target, str):
             return self.steps.get(target)
         for spec in self.steps.values():
-            if target is spec.instance or target is spec.cls:
+            if target is spec.cls:
                 return spec
         return None
 
@@ -69,73 +72,36 @@ StaticChecks = Callable[[FlowDefinition], tuple[list[str], list[str]]]
 dexcli.graph.checks.static_problems is the one dex passes."""
 
 
-def _handler_kind(fn: Any) -> str | None:
-    if inspect.isasyncgenfunction(fn):
-        return None
-    if inspect.iscoroutinefunction(fn):
-        return "async"
-    if inspect.isgeneratorfunction(fn):
-        return "generator"
-    return "sync"
-
-
-def _hints(fn: Any) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # unresolved forward refs: fall back to raw annotations
-        return dict(getattr(fn, "__annotations__", {}))
-
-
-def _is(annotation: Any, cls: type, name: str) -> bool:
-    return annotation is cls or (isinstance(annotation, str) and annotation.split(".")[-1] == name)
-
-
-def _async_problems(where: str, cls: type, kind: str) -> list[str]:
-    """With allow_async_handlers=False: execute and wait_for must be synchronous."""
-    why = "this Registry has allow_async_handlers=False"
-    out = [f"{where}: execute must be synchronous ({why})"] if kind == "async" else []
-    wait_for = getattr(cls, "wait_for", Step.wait_for)
-    if inspect.iscoroutinefunction(wait_for) or inspect.isasyncgenfunction(wait_for):
-        out.append(f"{where}: wait_for must be synchronous ({why})")
-    return out
-
-
 def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
                   allow_async_handlers: bool = True) -> StepSpec | None:
+    """The official SDK's rules for one step (dexcli.sdk.handlers), and its input's codec."""
     cls = type(step)
     step_type = _user_call(f"flow {flow_type}, step {cls.__name__}", "get_step_type()", step.get_step_type, str)
     where = f"flow {flow_type}, step {step_type}"
+    if not step_type.strip():
+        problems.append(f"flow {flow_type}, step class {cls.__name__}: get_step_type() is empty "
+                        "(durable name is required)")
+        return None
     execute = getattr(cls, "execute", None)
     if execute is None or execute is Step.execute:
         problems.append(f"{where}: defines no execute method")
         return None
-    kind = _handler_kind(execute)
-    if kind is None:
-        problems.append(f"{where}: execute must not be an async generator")
-        return None
-    if not allow_async_handlers:
-        problems.extend(_async_problems(where, cls, kind))
-    params = list(inspect.signature(execute).parameters.values())[1:]  # drop self
-    if len(params) != 2:
-        problems.append(f"{where}: execute must take (self, context, input), got {len(params) + 1} parameters")
-        return None
-    hints = _hints(execute)
-    ctx_ann = hints.get(params[0].name, inspect.Parameter.empty)
-    if kind == "async":
-        if not _is(ctx_ann, AsyncContext, "AsyncContext"):
-            problems.append(f"{where}: async execute must annotate its context as AsyncContext")
-    elif not _is(ctx_ann, Context, "Context"):
-        what = "a generator" if kind == "generator" else "a sync"
-        problems.append(f"{where}: {what} execute must annotate its context as Context")
-    if params[1].name not in hints:
-        problems.append(f"{where}: execute's input parameter '{params[1].name}' must be annotated")
-        input_type: Any = Any
-    else:
-        input_type = hints[params[1].name]
-        if input_type is type(None):
-            input_type = None
+    found = check_handler(where, "execute", execute, StepDecision, allow_async_handlers=allow_async_handlers)
+    problems.extend(found.problems)
     has_wait_for = getattr(cls, "wait_for", Step.wait_for) is not Step.wait_for
-    return StepSpec(step_type, step, cls, kind, input_type, has_wait_for)
+    if has_wait_for:
+        waits = check_handler(where, "wait_for", cls.wait_for, Wait, allow_async_handlers=allow_async_handlers)
+        problems.extend(waits.problems)
+        if MISSING not in (found.input_type, waits.input_type) and waits.input_type != found.input_type:
+            problems.append(f"{where}: execute and wait_for must use the same input type "
+                            f"({_tname(found.input_type)} and {_tname(waits.input_type)})")
+    if found.input_type is MISSING:
+        return None
+    codec = codec_problem(found.input_type)
+    if codec is not None:
+        problems.append(f"{where}: {codec}")
+    input_type = None if found.input_type is type(None) else found.input_type
+    return StepSpec(step_type, step, cls, found.kind, input_type, has_wait_for)
 
 
 def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, problems: list[str]) -> None:
@@ -233,12 +199,22 @@ def _collect_streams(flow_type: str, schema: PersistenceSchema, problems: list[s
     return streams
 
 
+def _check_timeout_handler(flow_type: str, flow: Flow[Any], problems: list[str], allow_async_handlers: bool) -> None:
+    """An overridden Flow.handle_timeout takes only the context and returns StepDecision."""
+    handler = getattr(type(flow), "handle_timeout", Flow.handle_timeout)
+    if handler is not Flow.handle_timeout:
+        problems.extend(check_handler(f"flow {flow_type}", "handle_timeout", handler, StepDecision,
+                                      allow_async_handlers=allow_async_handlers, takes_input=False).problems)
+
+
 def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
                      allow_async_handlers: bool = True) -> FlowDefinition:
     """Validate one flow; raise FlowDefinitionError listing every problem found.
 
     `checks` run last, only when every other check passed: their errors fail the
     definition, their warnings are kept on it. Without `checks` none run.
+    `allow_async_handlers` defaults to what dex runs (async handlers, as an AsyncWorker);
+    `Registry` defaults to the official SDK's False.
     """
     if isinstance(flow, type):
         raise FlowDefinitionError(f"{flow.__name__}: register an instance of the flow, not the class")
@@ -246,10 +222,11 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
         raise FlowDefinitionError(f"{type(flow).__name__} is not a dex Flow")
     problems: list[str] = []
     flow_type = _user_call(f"flow {type(flow).__name__}", "get_flow_type()", flow.get_flow_type, str)
-    if not flow_type or any(c in flow_type for c in "/$:"):
+    if not flow_type.strip() or any(c in flow_type for c in "/$:"):
         problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
     step_list = _user_call(f"flow {flow_type}", "get_steps()", flow.get_steps, StepList)
     steps, start_spec = _collect_steps(flow_type, step_list, problems, allow_async_handlers)
+    _check_timeout_handler(flow_type, flow, problems, allow_async_handlers)
     schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
                         PersistenceSchema)
     streams = _collect_streams(flow_type, schema, problems)
@@ -266,16 +243,19 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
 
 
 class Registry:
-    """Flows this process can run, by flow type. Validates each flow when it is added.
+    """Flows this process can run, by flow type. Validates each flow when it is added, by the
+    official SDK's rules (and dexcli's own, stricter ones: a start step, a registered failure
+    route of the same input type, a heartbeat timeout of 10 s or more).
 
-    `checks`: extra checks each flow must pass (dex passes
-    dexcli.graph.checks.static_problems); none run without it. `allow_async_handlers=False`
-    refuses steps whose execute or wait_for is `async def`. `codec_registry` is Dex's hook
-    for custom value codecs, which dex does not support: anything but None is refused.
+    `allow_async_handlers` defaults to False, as the official SDK's: `async def` handlers are
+    refused unless it is True (as for an AsyncWorker; `dex run` and DexTestEnv pass True).
+    `checks`: extra checks each flow must pass (dex passes dexcli.graph.checks.static_problems);
+    none run without it. `codec_registry` is Dex's hook for custom value codecs, which dex does
+    not support yet: anything but None is refused.
     """
 
     def __init__(self, flows: Iterable[Flow[Any]] | None = None, codec_registry: object = None, *,
-                 checks: StaticChecks | None = None, allow_async_handlers: bool = True) -> None:
+                 checks: StaticChecks | None = None, allow_async_handlers: bool = False) -> None:
         if codec_registry is not None:
             raise NotSupportedYetError(
                 "Registry(codec_registry=...): dex does not support custom codecs yet; values are "

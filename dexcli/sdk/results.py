@@ -1,4 +1,9 @@
-"""Flow statuses, results and client-side options (Dex names)."""
+"""Flow statuses, results and client-side options (Dex names).
+
+Enum members and values are the official SDK's (`FlowStatus("completed")`, lower-case values,
+plain Enums). The store keeps its own upper-case states (dexcli.store.records): the client maps
+them to these by member name, and the CLI and `dex inspect --json` show the upper-case names.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +15,27 @@ from typing import Any
 from dexcli.sdk.codec import from_jsonable
 
 
-class FlowStatus(str, enum.Enum):
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-    TERMINATED = "TERMINATED"
-    CONTINUED_AS_NEW = "CONTINUED_AS_NEW"
+class FlowStatus(enum.Enum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    TERMINATED = "terminated"
+    SERVER_SIDE_TIMEOUT_INTERNAL_ONLY = "server_side_timeout_internal_only"  # reserved by Dex; dex never reports it
+    CONTINUED_AS_NEW = "continued_as_new"
 
     @property
     def is_terminal(self) -> bool:
         return self not in (FlowStatus.RUNNING, FlowStatus.CONTINUED_AS_NEW)
 
 
-class FlowErrorType(str, enum.Enum):
-    STEP_DECISION_FAILED = "STEP_DECISION_FAILED"
-    CLIENT_API_FAILED = "CLIENT_API_FAILED"
-    WORKER_API_FAILED = "WORKER_API_FAILED"
-    INVALID_USER_FLOW_CODE = "INVALID_USER_FLOW_CODE"
-    FLOW_TIMEOUT = "FLOW_TIMEOUT"
-    INTERNAL = "INTERNAL"
+class FlowErrorType(enum.Enum):
+    STEP_DECISION_FAILED = "step_decision_failed"
+    CLIENT_API_FAILED = "client_api_failed"
+    WORKER_API_FAILED = "worker_api_failed"
+    INVALID_USER_FLOW_CODE = "invalid_user_flow_code"
+    INTERNAL = "internal"
+    FLOW_TIMEOUT = "flow_timeout"
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class FlowResult:
         if not self.is_terminal or len(self.completions) != 1:
             raise ValueError(
                 f"single_output needs a finished flow with exactly one completion; "
-                f"status {self.status.value}, {len(self.completions)} completions"
+                f"status {self.status.name}, {len(self.completions)} completions"
             )
         return self.completions[0].decode(value_type)
 
@@ -72,11 +78,11 @@ class FlowInfo:
 
 
 class IdReusePolicy(enum.Enum):
-    DEFAULT = "DEFAULT"
-    ALLOW_IF_PREVIOUS_FAILED = "ALLOW_IF_PREVIOUS_FAILED"
-    ALLOW_IF_NOT_RUNNING = "ALLOW_IF_NOT_RUNNING"
-    ALLOW_TERMINATE_IF_RUNNING = "ALLOW_TERMINATE_IF_RUNNING"
-    DISALLOW = "DISALLOW"
+    DEFAULT = "default"
+    ALLOW_IF_PREVIOUS_FAILED = "allow_if_previous_failed"
+    ALLOW_IF_NOT_RUNNING = "allow_if_not_running"
+    ALLOW_TERMINATE_IF_RUNNING = "allow_terminate_if_running"
+    DISALLOW = "disallow"
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,9 @@ class StartFlowOptions:
 
 
 class StopType(enum.Enum):
-    CANCEL = "CANCEL"
-    TERMINATE = "TERMINATE"
-    FAIL = "FAIL"
+    CANCEL = "cancel"
+    TERMINATE = "terminate"
+    FAIL = "fail"
 
 
 @dataclass(frozen=True)

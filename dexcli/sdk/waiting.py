@@ -118,13 +118,13 @@ class Wait:
 
 
 class IndexType(enum.Enum):
-    KEYWORD = "KEYWORD"
-    FULL_TEXT = "FULL_TEXT"
-    KEYWORD_ARRAY = "KEYWORD_ARRAY"
-    INT = "INT"
-    DOUBLE = "DOUBLE"
-    BOOL = "BOOL"
-    DATETIME = "DATETIME"
+    KEYWORD = "keyword"
+    FULL_TEXT = "full_text"
+    KEYWORD_ARRAY = "keyword_array"
+    INT = "int"
+    DOUBLE = "double"
+    BOOL = "bool"
+    DATETIME = "datetime"
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ N_FLOWS = 100
 
 def _engine(db: Path) -> Engine:
     store = Store(db)
-    return Engine(store, Clock(offset=store.clock_offset()), Registry())
+    return Engine(store, Clock(offset=store.clock_offset()), Registry(allow_async_handlers=True))
 
 
 def _start_sentinel(engine: Engine) -> None:

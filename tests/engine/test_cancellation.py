@@ -8,7 +8,8 @@ bounded to a few seconds, until the engine has fenced them.
 import asyncio
 import threading
 import time
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 from dexcli import (
     AsyncContext,
@@ -16,6 +17,7 @@ from dexcli import (
     FlowStatus,
     Step,
     StepDecision,
+    StepOutput,
     force_complete,
     go_to,
     graceful_complete,
@@ -87,7 +89,7 @@ class FencedGenerator(Step[int]):
         self.log: dict[str, Any] = {}
         self.stalled = threading.Event()
 
-    def execute(self, context: Context, input: int) -> Generator:
+    def execute(self, context: Context, input: int) -> Generator[StepOutput, None, StepDecision]:
         if context.attempt == 1:
             yield heartbeat("cp1")
             self.env.clock.advance(61)  # the window (60 s) passes while this thread is busy

@@ -1,8 +1,9 @@
 """checkpoints — heartbeat(value) persists, the next attempt reads it, a Stream write
 keeps it, heartbeat() clears it, a new step execution starts with none."""
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Generator
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from dexcli import (
     Step,
     StepDecision,
     StepOptions,
+    StepOutput,
     go_to,
     graceful_complete,
     heartbeat,
@@ -106,7 +108,7 @@ class GenCheckpoint(Step[int]):
     def __init__(self) -> None:
         self.seen: dict[int, Any] = {}
 
-    def execute(self, context: Context, input: int) -> Generator:
+    def execute(self, context: Context, input: int) -> Generator[StepOutput, None, StepDecision]:
         self.seen[context.attempt] = context.get_last_heartbeat_value(Position)
         if context.attempt == 1:
             yield heartbeat(Position(1, "x"))

@@ -202,7 +202,7 @@ class Mover(Step[int]):
         return StepOptions(execute_retry=RetryPolicy(maximum_attempts=2))
 
     def execute(self, context: Context, input: int) -> StepDecision:
-        return go_to(Target, input + 1, options=self.movement_options)
+        return go_to_many(StepMovement.of(Target, input + 1, options=self.movement_options))
 
 
 class Target(Step[int]):

@@ -1,5 +1,7 @@
 """Rules 10-13: one transaction per decision, history, flow ids, statuses, stop_flow."""
 
+from datetime import timedelta
+
 import pytest
 
 from dexcli import (
@@ -200,7 +202,7 @@ def test_a_flow_id_is_generated_when_none_is_given(env):
 def start_long(env, flow_id="f"):
     env.start(Single(Beat(None, every=5)), 0, flow_id)
     with pytest.raises(LongPollTimeoutError):
-        env.client.wait_for_flow(flow_id, timeout=12)
+        env.client.wait_for_flow(flow_id, timeout=timedelta(seconds=12))
     assert env.result(flow_id).status is FlowStatus.RUNNING
     assert rel(env, env.inspect(flow_id)["now"]) == 12
 
@@ -221,7 +223,7 @@ def test_stop_flow(env, stop_type, status, error_type):
     s = step(env, "f", "Beat-1")
     assert s["status"] == "CANCELED" and rel(env, s["endTime"]) == 12
     closed = history(env, "f")[-1]
-    assert (closed["type"], closed["flowStatus"], rel(env, closed["eventTime"])) == ("FlowClosed", status.value, 12)
+    assert (closed["type"], closed["flowStatus"], rel(env, closed["eventTime"])) == ("FlowClosed", status.name, 12)
     with pytest.raises(FlowNotActiveOrNotFoundError):
         env.client.stop_flow("f")
 
@@ -238,10 +240,13 @@ def test_stop_unknown_flow_and_describe(env):
 
 
 def test_status_values_and_terminality():
-    assert [s.value for s in FlowStatus if s.is_terminal] == ["COMPLETED", "FAILED", "CANCELED", "TERMINATED"]
+    # the official SDK's values (lower-case); the store, the CLI and the JSON show the upper-case names
+    assert [s.name for s in FlowStatus if s.is_terminal] == [
+        "COMPLETED", "FAILED", "CANCELED", "TERMINATED", "SERVER_SIDE_TIMEOUT_INTERNAL_ONLY"]
+    assert FlowStatus("completed") is FlowStatus.COMPLETED and FlowStatus.COMPLETED.value == "completed"
     assert not FlowStatus.RUNNING.is_terminal
-    assert {e.value for e in FlowErrorType} >= {"STEP_DECISION_FAILED", "CLIENT_API_FAILED", "WORKER_API_FAILED",
-                                                "INVALID_USER_FLOW_CODE"}
+    assert {e.value for e in FlowErrorType} >= {"step_decision_failed", "client_api_failed", "worker_api_failed",
+                                                "invalid_user_flow_code"}
 
 
 def test_each_transition_is_one_commit_that_also_leases_the_next_step(env):

@@ -1,13 +1,12 @@
 """Rules 1-3: ExecuteMethodTimeout, HeartbeatTimeout, TotalDuration (all in virtual time)."""
 
-from typing import Generator
+from collections.abc import Generator
 
 import pytest
 
-from dexcli import Context, FlowErrorType, FlowStatus, Step, graceful_complete, heartbeat
+from dexcli import Context, FlowErrorType, FlowStatus, Step, StepDecision, StepOutput, graceful_complete, heartbeat
 from tests.engine.engine_flows import Beat, Flaky, Single, opts
 from tests.engine.engine_helpers import attempts, history, rel, step
-
 
 # --- ExecuteMethodTimeout ------------------------------------------------------------
 
@@ -79,7 +78,7 @@ class GenBeat(Step[int]):
     def get_step_options(self):
         return opts(heartbeat=10, attempts=1)
 
-    def execute(self, context: Context, input: int) -> Generator:
+    def execute(self, context: Context, input: int) -> Generator[StepOutput, None, StepDecision]:
         for i in range(self.rounds):
             self.env.clock.advance(self.every)
             yield heartbeat(i)

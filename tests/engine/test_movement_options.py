@@ -1,11 +1,23 @@
-"""Options given with a movement (`go_to(B, x, options=...)`) are checked when the decision is."""
+"""Options given with a movement (`go_to_many(StepMovement.of(B, x, options=...))`) are checked when the
+decision is."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from dexcli import Context, Flow, FlowErrorType, RetryPolicy, Step, StepDecision, StepList, StepOptions, go_to
-from dexcli import graceful_complete
+from dexcli import (
+    Context,
+    Flow,
+    FlowErrorType,
+    RetryPolicy,
+    Step,
+    StepDecision,
+    StepList,
+    StepMovement,
+    StepOptions,
+    go_to_many,
+    graceful_complete,
+)
 from dexcli.testing import DexTestEnv
 
 
@@ -27,7 +39,7 @@ class Mover(Step[int]):
         return StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
 
     def execute(self, context: Context, input: int) -> StepDecision:
-        return go_to(Target, input, options=self.options)
+        return go_to_many(StepMovement.of(Target, input, options=self.options))
 
 
 class MoveFlow(Flow[int]):

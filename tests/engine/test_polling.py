@@ -29,7 +29,7 @@ def test_happy_path(env):
     assert result.single_output(str) == "artifact for job-1"
     assert close_time(env, "job-1") == 6
     # exactly two progress messages, QUEUED then RUNNING, from AwaitJob-1 at 0 s and 2 s
-    page = env.client.list_stream_messages("job-1", JOB_PROGRESS)
+    page = env.client.list_stream_messages("job-1", JOB_PROGRESS, 100)
     msgs = list(reversed(page.messages))
     assert [m.value for m in msgs] == [JobStatus("job-1", JobState.QUEUED), JobStatus("job-1", JobState.RUNNING)]
     assert [m.source for m in msgs] == ["#AwaitJob-1"] * 2
@@ -229,7 +229,7 @@ def test_flows_started_by_an_async_client_while_a_worker_runs_are_leased_at_star
         worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: all(
             env.result(f).is_terminal for f in ids if env.store.get_flow(f)) and len(started) == 3, stop_poll=1))
         await asyncio.sleep(0)
-        started.extend(await asyncio.gather(*(client.start_flow(flow, f) for f in ids)))
+        started.extend(await asyncio.gather(*(client.start_flow(flow, f, None) for f in ids)))
         await worker
 
     started: list = []
@@ -258,8 +258,8 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
     async def go():
         worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: False, stop_poll=1))
         await asyncio.sleep(0)
-        await asyncio.gather(client.start_flow(PollingFlow(), "first"),
-                             client.start_flow(PollingFlow(), "bad/id"))  # the second raises
+        await asyncio.gather(client.start_flow(PollingFlow(), "first", None),
+                             client.start_flow(PollingFlow(), "bad/id", None))  # the second raises
         await worker
 
     def main():

@@ -1,4 +1,5 @@
-"""Registration errors (flow + step + problem) and value encoding (JSON through pydantic)."""
+"""Registration errors (flow + step + problem) and value encoding (JSON through pydantic, for the
+types the official SDK has codecs for: tests/engine/test_registration_rules.py)."""
 
 import enum
 import json
@@ -6,7 +7,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import pydantic
 import pytest
 
 from dexcli import (
@@ -21,6 +21,7 @@ from dexcli import (
     StepList,
     StepOptions,
     ValueMappingError,
+    Wait,
     go_to,
     graceful_complete,
 )
@@ -152,23 +153,24 @@ class AsyncOk(Step[int]):
 
 
 class AsyncWaitFor(Ok):
-    async def wait_for(self, context: AsyncContext, input: int) -> None:
-        return None
+    async def wait_for(self, context: AsyncContext, input: int) -> Wait:
+        return Wait.skip_immediately()
 
 
-def test_async_handlers_are_allowed_by_default():
-    Registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))])
+def test_async_handlers_are_allowed_with_allow_async_handlers():
+    Registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))], allow_async_handlers=True)
 
 
-def test_allow_async_handlers_false_refuses_async_execute_and_wait_for():
-    with pytest.raises(FlowDefinitionError) as info:
-        Registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))],
-                 allow_async_handlers=False)
-    assert info.value.problems == [
-        "flow BadFlow, step AsyncOk: execute must be synchronous (this Registry has allow_async_handlers=False)",
-        "flow BadFlow, step AsyncWaitFor: wait_for must be synchronous "
-        "(this Registry has allow_async_handlers=False)",
-    ]
+def test_async_handlers_are_refused_by_default_as_by_the_official_registry():
+    why = ("this Registry has allow_async_handlers=False, the official SDK's default; "
+           "a registry for an AsyncWorker passes allow_async_handlers=True")
+    for registry in (lambda flows: Registry(flows), lambda flows: Registry(flows, allow_async_handlers=False)):
+        with pytest.raises(FlowDefinitionError) as info:
+            registry([Steps(StepList.start_step(Ok()).other_steps(AsyncOk(), AsyncWaitFor()))])
+        assert info.value.problems == [
+            f"flow BadFlow, step AsyncOk: execute must be synchronous ({why})",
+            f"flow BadFlow, step AsyncWaitFor: wait_for must be synchronous ({why})",
+        ]
 
 
 def test_allow_async_handlers_false_applies_to_flows_added_later():
@@ -180,7 +182,7 @@ def test_allow_async_handlers_false_applies_to_flows_added_later():
 
 
 def test_a_custom_codec_registry_is_refused():
-    from dexcli import NotSupportedYetError
+    from dexcli.sdk.errors import NotSupportedYetError
 
     with pytest.raises(NotSupportedYetError, match="custom codecs"):
         Registry([], codec_registry=object())
@@ -210,7 +212,8 @@ class Order:
     color: Color
 
 
-class Receipt(pydantic.BaseModel):
+@dataclass(frozen=True)
+class Receipt:
     order_id: str
     total: float
     colors: list[Color]
@@ -242,7 +245,7 @@ class OrderFlow(Flow[Order]):
         return StepList.start_step(self.take).other_steps(self.bill)
 
 
-def test_dataclass_enum_and_pydantic_values_round_trip(env):
+def test_dataclass_and_enum_values_round_trip(env):
     flow = OrderFlow()
     result = env.run(flow, Order("o-1", 4, Color.BLUE), "f")
     assert result.status is FlowStatus.COMPLETED

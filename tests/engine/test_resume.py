@@ -8,6 +8,8 @@ Both tests below failed on commit 964c9e9 (an attempt left RUNNING by a stopped 
 never re-run; `drive(until=...)` only re-checked its predicate on engine events).
 """
 
+from datetime import timedelta
+
 import pytest
 
 from dexcli import FlowStatus, LongPollTimeoutError
@@ -18,7 +20,7 @@ from tests.engine.engine_helpers import attempts, rel, step, within
 def test_wait_for_flow_can_be_called_again_after_a_long_poll_timeout(env):
     env.start(Single(Beat(None, every=5, finish_after=30)), 0, "f")
     with pytest.raises(LongPollTimeoutError):
-        env.client.wait_for_flow("f", timeout=12)
+        env.client.wait_for_flow("f", timeout=timedelta(seconds=12))
     assert step(env, "f", "Beat-1")["status"] == "RUNNING"
     result = within(1.5, lambda: env.client.wait_for_flow("f"))
     assert result.status is FlowStatus.COMPLETED
@@ -32,7 +34,7 @@ def test_wait_for_flow_can_be_called_again_after_a_long_poll_timeout(env):
 def test_a_long_poll_timeout_stops_at_the_requested_virtual_time(env):
     env.start(Single(Beat(None, every=5, finish_after=30)), 0, "f")
     with pytest.raises(LongPollTimeoutError):
-        env.client.wait_for_flow("f", timeout=12)
+        env.client.wait_for_flow("f", timeout=timedelta(seconds=12))
     assert round(env.clock.now() - env.t0, 3) == 12
     assert rel(env, step(env, "f", "Beat-1")["lastHeartbeatTime"]) == 10
 

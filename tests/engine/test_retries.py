@@ -16,7 +16,7 @@ from tests.engine.engine_helpers import attempt_starts, attempts, history
 
 
 def gaps(starts):
-    return [round(b - a, 3) for a, b in zip(starts, starts[1:])]
+    return [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
 
 
 def test_backoff_is_initial_times_coefficient_power_capped_by_maximum_interval(env):

@@ -29,14 +29,14 @@ def msg(tag: str) -> str:
     return tag + "." * (BIG - len(tag))
 
 
-class Writer(Step[list]):
+class Writer(Step[list[str]]):
     """Writes each input item to LOG (1 s apart); with fail_first, attempt 1 raises at the end."""
 
     def __init__(self, stream: Stream = LOG, fail_first: bool = False) -> None:
         self.stream = stream
         self.fail_first = fail_first
 
-    async def execute(self, context: AsyncContext, input: list) -> StepDecision:
+    async def execute(self, context: AsyncContext, input: list[str]) -> StepDecision:
         for i, item in enumerate(input):
             if i:
                 await asyncio.sleep(1)
@@ -46,11 +46,11 @@ class Writer(Step[list]):
         return graceful_complete(len(input))
 
 
-class LogFlow(Flow[list]):
+class LogFlow(Flow[list[str]]):
     def __init__(self, writer: Writer | None = None) -> None:
         self.writer = writer or Writer()
 
-    def get_steps(self) -> StepList[list]:
+    def get_steps(self) -> StepList[list[str]]:
         return StepList.start_step(self.writer)
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -147,8 +147,8 @@ def test_messages_are_readable_typed_and_per_flow(env):
     flow = LogFlow(Writer(WIDE))
     env.run(flow, ["x1"], "f1")
     env.run(flow, ["y1", "y2"], "f2")
-    assert [m.value for m in env.client.list_stream_messages("f1", WIDE).messages] == ["x1"]
-    assert [m.value for m in env.client.list_stream_messages("f2", WIDE).messages] == ["y2", "y1"]
+    assert [m.value for m in env.client.list_stream_messages("f1", WIDE, 100).messages] == ["x1"]
+    assert [m.value for m in env.client.list_stream_messages("f2", WIDE, 100).messages] == ["y2", "y1"]
 
 
 def test_a_stream_write_in_a_plain_sync_step_fails_the_flow_instead_of_vanishing(env):
@@ -193,10 +193,9 @@ def test_many_messages_in_one_transaction_keep_the_usage_exact(env):
             tx.append_stream("T", "S", "f", "#s", f"m{i}", 0.0, 100, 500)
     assert stored() == [f"m{i}" for i in range(2, 7)]
     assert usage() == 500
-    with pytest.raises(RuntimeError):
-        with store.tx() as tx:
-            tx.append_stream("T", "S", "f", "#s", "rolled back", 0.0, 100, 500)
-            raise RuntimeError("the whole transaction rolls back")
+    with pytest.raises(RuntimeError), store.tx() as tx:
+        tx.append_stream("T", "S", "f", "#s", "rolled back", 0.0, 100, 500)
+        raise RuntimeError("the whole transaction rolls back")
     assert stored() == [f"m{i}" for i in range(2, 7)] and usage() == 500
     with store.tx() as tx:  # the next transaction starts from the stored usage
         tx.append_stream("T", "S", "f", "#s", "m7", 0.0, 60, 500)

@@ -49,7 +49,7 @@ def test_graph_formats(app, fmt, probe):
 def test_graph_of_an_invalid_flow_shows_why(app):
     res = run(app, "graph", "--file", file_ref("wrong_context"))
     assert res.exit_code == 0
-    assert "✗ Invalid" in res.output and "must annotate its context as AsyncContext" in res.output
+    assert "✗ Invalid" in res.output and "execute context must be AsyncContext" in res.output
 
 
 def test_graph_errors_are_dex_errors_for_the_main_cli(app):

@@ -7,8 +7,8 @@ import pytest
 from graph_helpers import load_bad
 
 from dexcli import Context, Flow, Registry, Step, StepDecision, StepList, go_to, graceful_complete
-from dexcli.graph import build_graph
 from dexcli.cli.loader import load_flow
+from dexcli.graph import build_graph
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.sdk.registry import build_definition
@@ -82,7 +82,7 @@ def test_self_loop_edge():
         ("duplicate_class", "duplicate step class Echo"),
         ("duplicate_type", "duplicate step type Side"),
         ("recovery_mismatch", "recovery step Recover takes int, but Work takes str"),
-        ("wrong_context", "async execute must annotate its context as AsyncContext"),
+        ("wrong_context", "execute context must be AsyncContext"),
         ("short_heartbeat", "heartbeat_timeout 5 s is under the 10 s minimum"),
     ],
 )

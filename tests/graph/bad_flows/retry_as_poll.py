@@ -8,7 +8,7 @@ class AwaitJob(Step[str]):
     def execute(self, context: Context, job_id: str) -> StepDecision:
         status = STATUS.get(job_id, "RUNNING")
         if status == "RUNNING":
-            raise retry_after(5)  # FINDING retry-as-poll
+            raise retry_after(5, RuntimeError("job still running"))  # FINDING retry-as-poll
         return graceful_complete(status)
 
 

@@ -1,0 +1,18 @@
+"""Rejected: an async step under Registry(flows) with the default allow_async_handlers (False)."""
+
+from __future__ import annotations
+
+from dexcli import AsyncContext, Flow, Step, StepDecision, StepList, graceful_complete
+
+
+class Bad(Step[int]):
+    async def execute(self, context: AsyncContext, n: int) -> StepDecision:
+        return graceful_complete(n)
+
+
+class BadFlow(Flow[int]):
+    def __init__(self) -> None:
+        self.bad = Bad()
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(self.bad)
