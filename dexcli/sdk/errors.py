@@ -77,25 +77,3 @@ class AttemptFencedError(BaseException):
     heartbeats, Stream writes and decision are refused. A BaseException (like
     asyncio.CancelledError) so that the handler's own `except Exception:` does not swallow it.
     """
-
-
-class UsageError(DexError):
-    """Bad input from the user (a flag, a value, a file): exit 2."""
-
-    exit_code = 2
-
-
-class NotFoundError(DexError):
-    """The thing named does not exist (flow id, flow name): exit 3."""
-
-    exit_code = 3
-
-
-class ConflictError(DexError):
-    exit_code = 4
-
-
-class StoreError(DexError):
-    """The database cannot be used (not a dex database, newer schema, not writable)."""
-
-    exit_code = 2

@@ -1,8 +1,17 @@
 """Rule lock-held-while-polling: execute_lock_attributes held for the whole wait."""
 import asyncio
 
-from dexcli import (AsyncContext, Attribute, Flow, PersistenceSchema, Step, StepDecision, StepList, StepOptions,
-                    graceful_complete)
+from dexcli import (
+    AsyncContext,
+    Attribute,
+    Flow,
+    PersistenceSchema,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    graceful_complete,
+)
 
 OWNER = Attribute("Owner", str)
 
