@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import astuple
 from typing import Any
 
 from dexcli.store.connection import scalar
@@ -27,7 +26,8 @@ from dexcli.store.records import (
 
 _OPEN = "('QUEUED','RUNNING','BACKOFF')"
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
-_STEP_MARKS = ", ".join("?" for _ in STEP_COLUMNS.split(", "))
+_STEP_FIELDS = tuple(STEP_COLUMNS.split(", "))
+_STEP_MARKS = ", ".join("?" for _ in _STEP_FIELDS)
 
 
 def _in(ids: list[str]) -> str:
@@ -103,9 +103,9 @@ class Tx:
         return int(row[1]) + 1, int(row[0]) + 1
 
     def insert_step(self, step: StepRecord) -> None:
-        values = astuple(step)
-        self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
-                       (*values[:7], step.status.value, *values[8:]))
+        values = [getattr(step, name) for name in _STEP_FIELDS]  # not astuple: it deep-copies
+        values[7] = step.status.value
+        self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})", values)
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
