@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError
+from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError, NotSupportedYetError
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.options import ResolvedOptions, StepOptions, resolve_options
+from dexcli.sdk.options import ResolvedOptions, StepDurability, StepOptions, resolve_options
 from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
 
 Loader = Callable[[str], Flow[Any]]
@@ -80,6 +80,9 @@ class Definitions:
             failure = target.step_type
             if opts.execute_failure_step_options is not None:
                 failure_opts = self._resolve(definition, target, opts.execute_failure_step_options)
+        if opts.execute_durability is StepDurability.ASYNC:
+            raise NotSupportedYetError(f"{where}: execute_durability=ASYNC: dex does not run ASYNC durability yet "
+                                       "(every step is SYNC: its decision commits before the next step runs)")
         try:
             return resolve_options(opts, where, failure, failure_opts)
         except ValueError as exc:

@@ -58,6 +58,8 @@ def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions
         return check_decision(run, result, definitions)
     except (InvalidStepResultError, ValueMappingError) as exc:
         return Failure(*error_identity(exc), now)
+    except (NotSupportedYetError, FlowCodeError) as exc:  # retrying cannot help
+        return Failure(*error_identity(exc), now, fatal=True)
 
 
 def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> Decision:
@@ -65,6 +67,9 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
     if not isinstance(decision, StepDecision):
         raise InvalidStepResultError(f"{run.spec.step_type}.execute returned {type(decision).__name__}, "
                                      "not a StepDecision")
+    if decision.canceling_steps or decision.canceling_sibling_steps:
+        raise NotSupportedYetError(f"{run.spec.step_type}: with_canceling_steps / with_canceling_sibling_steps: "
+                                   "dex does not cancel other step executions yet")
     definition = run.definition
     next_steps = []
     for m in decision.movements:

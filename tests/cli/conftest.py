@@ -11,7 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_helpers import IMPORT_ERROR, INVALID_FLOW, USER_FLOWS, Cli
+
+from tests.cli.cli_helpers import IMPORT_ERROR, INVALID_FLOW, USER_FLOWS, Cli
 
 
 @pytest.fixture

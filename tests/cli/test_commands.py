@@ -8,9 +8,9 @@ import tomllib
 
 import pytest
 import typer
-from cli_helpers import assert_error, drive_until, start_flow
 
 from dexcli.cli.main import app
+from tests.cli.cli_helpers import assert_error, drive_until, start_flow
 
 ANSI = re.compile(r"\x1b\[")
 

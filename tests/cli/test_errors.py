@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from cli_helpers import assert_error, start_flow
+
+from tests.cli.cli_helpers import assert_error, start_flow
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ import json
 import re
 
 import pytest
-from cli_helpers import start_flow
+
+from tests.cli.cli_helpers import start_flow
 
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 

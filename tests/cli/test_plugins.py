@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_helpers import assert_error, subprocess_env
 
 from dexcli.cli.discovery import EntryPoint, discover, installed, parse_entry_points
+from tests.cli.cli_helpers import assert_error, subprocess_env
 
 PLUGIN_MODULE = '''
 from dexcli import Context, Flow, Step, StepDecision, StepList, graceful_complete

@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from cli_helpers import parse_iso_seconds, subprocess_env
-
 from dexcli.store import Store
+from tests.cli.cli_helpers import parse_iso_seconds, subprocess_env
 
 DEX = [sys.executable, "-m", "dexcli"]
 

@@ -1,4 +1,4 @@
-"""The clients' shape as the official SDK's (issue 11 item 3): timeouts are timedeltas of whole
+"""The clients' shape as the official SDK's: timeouts are timedeltas of whole
 seconds, read_stream long-polls (the sync client drives the flow until a message arrives), both
 clients are context managers with close(), and results carry the SDK's enums, mapped from the
 store's upper-case states by member name."""

@@ -16,7 +16,6 @@ from dexcli import (
     StartFlowOptions,
     Step,
     StepDecision,
-    StepDurability,
     StepMovement,
     StepOptions,
     StopFlowOptions,
@@ -112,11 +111,6 @@ def test_an_output_that_cannot_be_encoded_fails_the_attempt(env):
     assert result.status is FlowStatus.FAILED and result.error_type is FlowErrorType.WORKER_API_FAILED
     assert result.completions == ()
     assert attempts(env, "f", "Unencodable-1")[0]["errorType"] == "dexcli.sdk.errors.ValueMappingError"
-
-
-def test_async_durability_is_accepted(env):
-    flaky = Flaky(StepOptions(execute_durability=StepDurability.ASYNC), fail_attempts=(1,))
-    assert env.run(Single(flaky), 0, "f").single_output(int) == 2
 
 
 # --- history ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The official SDK's definition rules, applied by dexcli's Registry (issue 11 item 1), without
+"""The official SDK's definition rules, applied by dexcli's Registry, without
 the official SDK installed: tests/parity checks the same cases against it.
 
 Return annotations, generator annotations, input types with a codec, async only when allowed,

@@ -4,11 +4,11 @@ import json
 
 import pytest
 import typer
-from graph_helpers import file_ref
 from typer.testing import CliRunner
 
 from dexcli.cli.errors import NotFoundError, UsageError
 from dexcli.cli.graph_cmds import register
+from tests.graph.graph_helpers import file_ref
 
 
 @pytest.fixture(scope="module")

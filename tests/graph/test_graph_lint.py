@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from graph_helpers import BAD, expected_markers, load_bad
 
 from dexcli.cli.loader import load_flow
 from dexcli.graph.lint import RULES, SEED, lint_flow
+from tests.graph.graph_helpers import BAD, expected_markers, load_bad
 
 RULE_FLOWS = {
     "timer-self-loop": "timer_self_loop",

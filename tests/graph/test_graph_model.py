@@ -4,7 +4,6 @@ import textwrap
 import types
 
 import pytest
-from graph_helpers import load_bad
 
 from dexcli import Context, Flow, Registry, Step, StepDecision, StepList, go_to, graceful_complete
 from dexcli.cli.loader import load_flow
@@ -12,6 +11,7 @@ from dexcli.graph import build_graph
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.sdk.registry import build_definition
+from tests.graph.graph_helpers import load_bad
 
 POLLING_EDGES = {
     ("START", "StartJob", "start"),

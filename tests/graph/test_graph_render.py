@@ -4,12 +4,12 @@ import json
 import re
 
 import pytest
-from graph_helpers import load_bad
-from test_graph_model import POLLING_EDGES
 
 from dexcli.cli.loader import load_flow
 from dexcli.graph import build_graph
 from dexcli.graph.render import render, render_dot, render_json, render_mermaid, render_text
+from tests.graph.graph_helpers import load_bad
+from tests.graph.test_graph_model import POLLING_EDGES
 
 MERMAID_NODE = re.compile(r'^    (\w+)(\(\["(.*)"\]\)|\["(.*)"\]|\(\(\("(.*)"\)\)\)|\{\{"(.*)"\}\})$')
 MERMAID_EDGE = re.compile(r'^    (\w+) (-->|-\.->)\|"(\w+)"\| (\w+)$')

@@ -27,7 +27,7 @@ from tests.parity.parity_kit import official, sdk_module
 # public API, the last two stay in dexcli.sdk.errors for the engine).
 DEXCLI_ONLY: dict[str, str] = {}
 
-KNOWN_GAPS: dict[str, str] = {}  # test id -> the item of issue 11 that closes it (strict xfail until then)
+KNOWN_GAPS: dict[str, str] = {}  # test id -> why it differs still (a strict xfail until fixed)
 
 
 def gap(test_id: str) -> list[Any]:
