@@ -136,6 +136,15 @@ class View:
         self._store.close()
 
 
+def _release(engine: Engine) -> int:
+    """Release what an interrupted drive was running (0 when that cannot be recorded: the
+    attempts are then declared lost at their heartbeat deadlines, as after a crash)."""
+    try:
+        return engine.release_interrupted()
+    except Exception:
+        return 0
+
+
 def json_listener(ev: Event) -> None:
     print(json.dumps(ev.as_dict()), flush=True)
 
@@ -170,12 +179,15 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     try:
         run_on_clock(drive, clock)
     except KeyboardInterrupt:
+        released = _release(engine)
         view.stop(final=False)
         view.close()
         err.print(f"\nInterrupted. Flow {flow_id} is still RUNNING in {db}.\n"
                   f"  Resume it with: dex resume {flow_id}\n"
-                  "  (an attempt that was running is declared lost after its heartbeat timeout,"
-                  " then retried; add --time-skip to skip the wait)", highlight=False)
+                  + ("  (the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
+                     " from its last checkpoint)" if released else
+                     "  (an attempt that was running is declared lost after its heartbeat timeout,"
+                     " then retried; add --time-skip to skip the wait)"), highlight=False)
         return EXIT_INTERRUPTED
     if errors:
         view.stop(final=False)

@@ -120,15 +120,19 @@ def test_ctrl_c_leaves_the_flow_running_and_says_how_to_resume(tmp_path):
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err
-    assert "dex resume sig" in err and "still RUNNING" in err
+    assert "dex resume sig" in err and "still RUNNING" in err and "ended INTERRUPTED" in err
     snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
     assert snap["summary"]["flowStatus"] == "RUNNING"
     assert [m["value"]["state"] for m in snap["streams"]["JobProgress"]][:1] == ["QUEUED"]
-    # what was committed before the interrupt is intact: resume finishes the flow (after the
-    # interrupted attempt's heartbeat timeout, skipped here) with the job's result
+    await_job = next(s for s in snap["steps"] if s["stepType"] == "AwaitJob")
+    assert await_job["status"] == "QUEUED"  # released: runnable at once, no lease to wait out
+    # what was committed before the interrupt is intact: resume finishes the flow with the job's
+    # result, its next attempt starting at once (not after the 60 s heartbeat timeout)
     done = dex(db, "resume", "sig", "--time-skip", timeout=60)
     assert done.returncode == 0, done.stderr
     snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
     assert snap["summary"]["completions"][0]["output"] == "artifact for sig"
     await_job = next(s for s in snap["steps"] if s["stepType"] == "AwaitJob")
-    assert [a["outcome"] for a in await_job["attempts"]] == ["LOST", "COMPLETED"]
+    first, second = await_job["attempts"]
+    assert (first["outcome"], second["outcome"]) == ("INTERRUPTED", "COMPLETED")
+    assert parse_iso_seconds(second["startTime"]) - parse_iso_seconds(first["endTime"]) < 5
