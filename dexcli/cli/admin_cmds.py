@@ -49,5 +49,5 @@ def time_skip(duration: str = typer.Argument(..., help="How far to move the cloc
 
     secs = parse_duration(duration, "time skip")
     store = open_store()
-    store.set_clock_offset(store.clock_offset() + secs)
-    print(f"clock moved forward {format_duration(secs)}; offset now +{format_duration(store.clock_offset())}")
+    offset = store.skip_clock(secs)  # one transaction: two skips at once both count
+    print(f"clock moved forward {format_duration(secs)}; offset now +{format_duration(offset)}")
