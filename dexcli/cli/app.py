@@ -12,6 +12,7 @@ the class.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from dexcli.store import Store
 
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
-                   "3 not found · 4 conflict · 130 interrupted · 137 injected crash.")
+                   "3 not found · 4 conflict · 130 interrupted · 137 injected crash · 141 output closed · "
+                   "143 terminated (SIGTERM).")
 
 
 def _click_exceptions() -> Any:
@@ -75,6 +77,19 @@ def _print_error(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _closed_output_exit(e: SystemExit) -> None:
+    """Typer ends a command whose stdout write failed with EPIPE (the reader went away, as in
+    `dex list | head -1`) with exit 1; dex exits quietly with 141 instead, as everywhere else
+    (see dexcli.cli.stopping)."""
+    cause = e.__context__
+    if e.code == 1 and isinstance(cause, OSError):
+        from dexcli.cli.stopping import EXIT_OUTPUT_CLOSED, is_closed_pipe, silence_stdout
+
+        if is_closed_pipe(cause):
+            silence_stdout()
+            sys.exit(EXIT_OUTPUT_CLOSED)
+
+
 class DexGroup(TyperGroup):
     """The root command. Every user mistake, from every command, and click's own usage errors
     (unknown option, missing argument, bad value): one line on stderr, `dex: error: ...`, and
@@ -92,6 +107,9 @@ class DexGroup(TyperGroup):
         except (KeyboardInterrupt, abort):
             print("dex: interrupted", file=sys.stderr)
             sys.exit(130)
+        except SystemExit as e:
+            _closed_output_exit(e)
+            raise
         except exc.NoArgsIsHelpError as e:
             e.show()
             sys.exit(e.exit_code)
@@ -150,11 +168,22 @@ def _no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+class _OutConsole(Console):
+    """stdout's console. A closed stdout is reported to whoever printed, as BrokenPipeError.
+    Rich's default points stdout at /dev/null and raises SystemExit in the printing thread: in
+    the live view's thread that ended the thread silently and hid the closed pipe from the
+    rest of dex (the drive went on, and stdout could no longer be seen to be closed)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written
+        raise BrokenPipeError(errno.EPIPE, "stdout's reader went away")
+
+
 def out_console() -> Console:
     width = None
     if not sys.stdout.isatty():  # pipes and files: do not wrap at 80 columns
         width = int(os.environ.get("COLUMNS", "0") or 0) or 160
-    return Console(no_color=_no_color(), highlight=False, soft_wrap=False, width=width)
+    return _OutConsole(no_color=_no_color(), highlight=False, soft_wrap=False, width=width)
 
 
 def err_console() -> Console:

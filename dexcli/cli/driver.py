@@ -15,6 +15,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,21 @@ from rich.live import Live
 from dexcli.cli.errors import CliError
 from dexcli.cli.loader import load_ref
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
+from dexcli.cli.stopping import (
+    CLOSED,
+    EXIT_OUTPUT_CLOSED,
+    EXIT_TERMINATED,
+    TERMINATED,
+    PipeWatch,
+    StopRequest,
+    is_closed_pipe,
+    silence_stdout,
+)
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.core import Engine
 from dexcli.engine.definitions import FlowNotRegisteredError
-from dexcli.engine.events import Event
+from dexcli.engine.events import Event, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.process import tune_gc
 from dexcli.engine.runner import Runner
@@ -39,6 +50,7 @@ from dexcli.sdk.registry import Registry
 from dexcli.store import Store, StoreError
 
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
 
 
 def make_clock(store: Store, time_skip: bool) -> Clock:
@@ -70,8 +82,10 @@ class View:
     """Shows one flow while something drives it (this process or another)."""
 
     def __init__(self, console: Console, db: str | Path, flow_id: str, clock: Clock, mode: str,
-                 hints: tuple[str, ...] = ()) -> None:
+                 hints: tuple[str, ...] = (), on_closed: Callable[[], None] | None = None) -> None:
         self.console = console
+        self.output_closed = False  # stdout's reader went away: nothing more is written
+        self._on_closed = on_closed
         self.hints = hints
         self.db = db
         self.flow_id = flow_id
@@ -90,10 +104,34 @@ class View:
     def _render(self) -> Any:
         return live_view(self.snapshot(), str(self.db), self.clock.offset, self.hints)
 
+    def _output(self, write: Callable[[], object]) -> None:
+        """Write to stdout unless its reader went away; a closed pipe is reported once
+        (`on_closed`), never raised: a view must not take the engine down."""
+        if self.output_closed:
+            return
+        try:
+            write()
+        except OSError as exc:
+            if not is_closed_pipe(exc):
+                raise
+            self.closed()
+
+    def closed(self) -> None:
+        """stdout's reader went away (seen here or elsewhere): write nothing more."""
+        if not self.output_closed:
+            self.output_closed = True
+            if self._on_closed is not None:
+                self._on_closed()
+
     def _print_lines(self) -> None:
         with self._lock:
-            for line in self._differ.lines(self.snapshot()):
-                self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+            lines = self._differ.lines(self.snapshot())
+
+            def write() -> None:
+                for line in lines:
+                    self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+            self._output(write)
 
     def start(self) -> None:
         if self.mode == "live":
@@ -101,12 +139,13 @@ class View:
                               transient=False, redirect_stdout=False, redirect_stderr=False)
             self._live.start()
         elif self.mode == "lines":
-            self.console.print(header(self.snapshot(), str(self.db), self.clock.offset), highlight=False)
+            head = header(self.snapshot(), str(self.db), self.clock.offset)
+            self._output(lambda: self.console.print(head, highlight=False))
             self._thread = threading.Thread(target=self._poll_lines, daemon=True)
             self._thread.start()
 
     def _poll_lines(self) -> None:
-        while not self._stop.wait(0.2):
+        while not self._stop.wait(0.2) and not self.output_closed:
             with contextlib.suppress(Exception):  # a view must never take the engine down
                 self._print_lines()
 
@@ -121,9 +160,9 @@ class View:
         elif self.mode == "lines":
             self._print_lines()
         if final and self.mode in ("live", "lines") and snap["summary"]["flowStatus"] != "RUNNING":
-            self.console.print(final_card(snap), highlight=False)
+            self._output(lambda: self.console.print(final_card(snap), highlight=False))
         if self.mode == "json":
-            print(json.dumps(snap), flush=True)
+            self._output(lambda: print(json.dumps(snap), flush=True))
         return snap
 
     def abandon(self) -> None:
@@ -149,13 +188,59 @@ def json_listener(ev: Event) -> None:
     print(json.dumps(ev.as_dict()), flush=True)
 
 
+def _stop_when_output_closes(engine: Engine, stop: StopRequest) -> None:
+    """A listener that writes to a closed stdout (the engine removes it) stops the drive; any
+    other listener error goes to the engine's own handler, as before."""
+    previous = engine.events.on_listener_error
+
+    def on_listener_error(listener: Listener, exc: Exception) -> None:
+        if is_closed_pipe(exc):
+            stop.set(CLOSED)
+        else:
+            previous(listener, exc)
+
+    engine.events.on_listener_error = on_listener_error
+
+
+def _drive(engine: Engine, stop: StopRequest, drive: Callable[[], Awaitable[None]]) -> tuple[str | None, int]:
+    """Run `drive` on the engine's clock until it returns, with the stop request attached and
+    stdout watched. Returns why it stopped early (INTERRUPTED for Ctrl-C, CLOSED, TERMINATED;
+    None: it ended by its own condition) and how many running attempts were released.
+
+    However the drive ends, its loop cancels the attempts it was running; they are released at
+    once (INTERRUPTED, runnable again) rather than left to their heartbeat timeouts. Any other
+    error propagates after that."""
+    watch = PipeWatch(lambda: stop.set(CLOSED))
+
+    async def attached() -> None:
+        stop.attach(engine.wake)
+        try:
+            await drive()
+        finally:
+            stop.detach()
+
+    watch.start()
+    try:
+        run_on_clock(attached, engine.clock)
+    except KeyboardInterrupt:
+        return INTERRUPTED, _release(engine)
+    except BaseException:
+        _release(engine)
+        raise
+    finally:
+        watch.stop()
+    return stop.reason, _release(engine)
+
+
 def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
                err: Console, crash_after: float | None = None, hints: tuple[str, ...] = ()) -> int:
     """Drive one flow to its end with this engine, showing it. Returns the exit code."""
-    clock, faults, db = engine.clock, engine.faults, engine.store.path
+    clock, faults = engine.clock, engine.faults
+    stop = StopRequest()
     if mode == "json":
         engine.listeners.append(json_listener)
-    view = View(console, db, flow_id, clock, mode, hints)
+    _stop_when_output_closes(engine, stop)
+    view = View(console, engine.store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED))
 
     def crashed(message: str) -> None:
         view.abandon()
@@ -173,22 +258,12 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
                 clock.now() + crash_after,
                 lambda: faults.crash_now(f"crash injected after {crash_after:g} s (--crash-after)"))
         # an outcome that could not be recorded ends the drive: nothing more will happen here
-        await runner.drive_async([flow_id], until=lambda: bool(errors) or closed())
+        await runner.drive_async([flow_id], until=lambda: bool(errors) or stop() or closed())
 
     view.start()
-    try:
-        run_on_clock(drive, clock)
-    except KeyboardInterrupt:
-        released = _release(engine)
-        view.stop(final=False)
-        view.close()
-        err.print(f"\nInterrupted. Flow {flow_id} is still RUNNING in {db}.\n"
-                  f"  Resume it with: dex resume {flow_id}\n"
-                  + ("  (the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
-                     " from its last checkpoint)" if released else
-                     "  (an attempt that was running is declared lost after its heartbeat timeout,"
-                     " then retried; add --time-skip to skip the wait)"), highlight=False)
-        return EXIT_INTERRUPTED
+    why, released = _drive(engine, stop, drive)
+    if why is not None:
+        return _stopped_early(engine, view, err, flow_id, why, released)
     if errors:
         view.stop(final=False)
         view.close()
@@ -196,7 +271,38 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
                          f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
     snap = view.stop()
     view.close()
+    if view.output_closed:
+        silence_stdout()
+        return EXIT_OUTPUT_CLOSED
     return exit_code_for(snap["summary"]["flowStatus"])
+
+
+def _stopped_early(engine: Engine, view: View, err: Console, flow_id: str, why: str, released: int) -> int:
+    """The drive stopped before its flow ended (Ctrl-C, SIGTERM, a closed stdout): say how to
+    resume the flow if it is still RUNNING. Returns the exit code."""
+    if why == CLOSED:
+        view.closed()
+    view.stop(final=False)
+    view.close()
+    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    if view.output_closed:  # (also when stdout closed after another reason to stop)
+        silence_stdout()
+    flow = engine.store.get_flow(flow_id)
+    if flow is None or not flow.is_running:
+        return code
+    if why == CLOSED:  # one line: whoever closed the pipe asked for less output, not more
+        err.print(f"dex: output closed; flow {flow_id} is still RUNNING — resume it with: dex resume {flow_id}"
+                  + (" (its running attempt ended INTERRUPTED: the next one starts at once)" if released else ""),
+                  highlight=False)
+        return code
+    title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
+    err.print(f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
+              f"  Resume it with: dex resume {flow_id}\n"
+              + ("  (the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
+                 " from its last checkpoint)" if released else
+                 "  (an attempt that was running is declared lost after its heartbeat timeout,"
+                 " then retried; add --time-skip to skip the wait)"), highlight=False)
+    return code
 
 
 def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
@@ -218,12 +324,15 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
 
 def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll: float = 0.2,
                hints: tuple[str, ...] = ()) -> int:
-    """Follow a flow another process drives; return when it ends."""
+    """Follow a flow another process drives; return when it ends (or stdout's reader goes)."""
     clock = Clock(offset=store.clock_offset())
-    view = View(console, store.path, flow_id, clock, mode, hints)
+    stop = StopRequest()
+    view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED))
+    watch = PipeWatch(lambda: stop.set(CLOSED))
     view.start()
+    watch.start()
     try:
-        while True:
+        while not stop():
             clock.set_offset(store.clock_offset())
             row = store.get_flow(flow_id)
             if row is None or not row.is_running:
@@ -233,39 +342,82 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
         view.stop(final=False)
         view.close()
         return EXIT_INTERRUPTED
-    snap = view.stop()
+    finally:
+        watch.stop()
+    if stop.output_closed:
+        view.closed()
+    snap = view.stop(final=not view.output_closed)
     view.close()
+    if view.output_closed:
+        silence_stdout()
+        return EXIT_OUTPUT_CLOSED
     return exit_code_for(snap["summary"]["flowStatus"])
 
 
-def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
-    """Drive every runnable flow with this engine until interrupted (or idle)."""
-    closed: list[str] = []
-
+def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
+    """What `dex worker` prints of the engine's events (JSON lines, or one line per flow closed
+    and per failed attempt); the ids of the flows closed go to `closed`."""
     def on_event(ev: Event) -> None:
-        if mode == "json":
-            json_listener(ev)
-            return
         if ev.type == "flowClosed":
             closed.append(ev.flow_id)
+        if mode == "json":
+            json_listener(ev)
+        elif ev.type == "flowClosed":
             console.print(f"{ev.flow_id}: {ev.data['status']}"
                           + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else ""), highlight=False)
         elif ev.type == "attemptFailed":
             console.print(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
                           f"{ev.data['outcome'].lower()}: {ev.data['errorType']}", highlight=False)
 
-    engine.listeners.append(on_event)
-    if mode != "json":
-        console.print(f"dex worker {engine.owner} · db {engine.store.path}"
-                      + (" · until idle" if until_idle else " · Ctrl-C to stop"), highlight=False)
-    tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
+    return on_event
+
+
+def _say(console: Console, stop: StopRequest, text: str) -> None:
+    """Print a line of the worker's own on stdout; a closed stdout stops the worker instead."""
+    if stop.output_closed:
+        return
     try:
-        Runner(engine).drive(None, until_idle=until_idle)
-    except KeyboardInterrupt:
-        console.print(f"\nworker stopped; {len(closed)} flow(s) finished", highlight=False)
-        return EXIT_INTERRUPTED
-    for fid, why in engine.unloadable.items():
-        print(f"dex: flow {fid} skipped: {why}", file=sys.stderr)
+        console.print(text, highlight=False)
+    except OSError as exc:
+        if not is_closed_pipe(exc):
+            raise
+        stop.set(CLOSED)
+
+
+def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
+    """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
+    stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
+    closed: list[str] = []
+    stop = StopRequest()
+    engine.listeners.append(_worker_listener(console, mode, closed))
+    _stop_when_output_closes(engine, stop)
     if mode != "json":
-        console.print(f"idle: {len(closed)} flow(s) finished", highlight=False)
+        _say(console, stop, f"dex worker {engine.owner} · db {engine.store.path}"
+             + (" · until idle" if until_idle else " · Ctrl-C to stop"))
+    tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
+    runner = Runner(engine)
+    why, released = _drive(engine, stop, lambda: runner.drive_async(None, until=stop, until_idle=until_idle))
+    if why is not None:
+        return _worker_stopped(console, stop, why, len(closed), released)
+    for fid, reason in engine.unloadable.items():
+        print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
+    if mode != "json":
+        _say(console, stop, f"idle: {len(closed)} flow(s) finished")
+    if stop.output_closed:
+        silence_stdout()
+        return EXIT_OUTPUT_CLOSED
     return EXIT_OK
+
+
+def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int, released: int) -> int:
+    """The worker's one-line summary once stopped early. Returns the exit code."""
+    summary = f"{finished} flow(s) finished" + (
+        f"; {released} running attempt(s) ended INTERRUPTED (runnable again at once: `dex resume ID` "
+        "or a worker)" if released else "")
+    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    if why != CLOSED:
+        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else "worker stopped (SIGTERM); ") + summary)
+    if stop.output_closed:  # the summary goes where it can still be read
+        silence_stdout()
+        print(f"dex: output closed; worker stopped; {summary}", file=sys.stderr)
+    return code
