@@ -68,13 +68,14 @@ def _load(flow: str | None, file: str | None) -> Any:
     return obj
 
 
-def graph_command(flow: str | None, file: str | None, fmt: str) -> str:
-    """The text `dex graph` prints (plain, uncoloured). Raises CliError or DexError subclasses."""
+def graph_command(flow: str | None, file: str | None, fmt: str) -> tuple[str, bool]:
+    """The text `dex graph` prints (plain, uncoloured) and whether the flow is valid. Raises
+    CliError or DexError subclasses."""
     from dexcli.graph.model import build_graph
     from dexcli.graph.render import render
 
     graph = build_graph(_load(flow, file))
-    return render(graph, fmt)
+    return render(graph, fmt), graph.valid
 
 
 def lint_reports(flow: str | None, file: str | None) -> list[LintReport]:
@@ -137,13 +138,16 @@ def register(app: typer.Typer) -> None:
         fmt: GraphFormat = typer.Option(GraphFormat.text, "--format", "-f",
                                         help="text (a diagram), mermaid, dot or json."),
     ) -> None:
-        """Draw a flow's definition graph from its code, with a Valid/Invalid verdict. Runs nothing."""
-        text = graph_command(flow, file, fmt.value)
+        """Draw a flow's definition graph from its code, with a Valid/Invalid verdict. Runs nothing.
+        Exits 1 when the flow is Invalid."""
+        text, valid = graph_command(flow, file, fmt.value)
         if fmt is GraphFormat.text:
             title = text.split("   ", 1)[0]
             _console().print(_styled(text.rstrip("\n"), title))
         else:
             typer.echo(text, nl=False)
+        if not valid:
+            raise typer.Exit(1)
 
     @app.command("lint")
     def lint(

@@ -26,6 +26,12 @@ STEP_GLYPH = {
 }
 
 
+
+def error_text(error_type: str | None, message: str) -> str:
+    """`TYPE: message`, or the message alone when the flow ended without an error type (a
+    cancel or terminate with a reason)."""
+    return f"{error_type}: {message}" if error_type else message
+
 def parse_iso(s: str | None) -> float | None:
     if s is None:
         return None
@@ -239,7 +245,7 @@ def final_card(snap: dict[str, Any]) -> RenderableType:
         outs = ", ".join(json.dumps(c["output"]) for c in s["completions"])
         t.append(f"   result: {outs}")
     if s["errorMessage"]:
-        t.append(f"   {s['errorType']}: {s['errorMessage']}", style="red")
+        t.append(f"   {error_text(s['errorType'], s['errorMessage'])}", style="red")
     t.append(f"\n dex inspect {s['flowId']}", style="dim")
     return t
 
@@ -287,7 +293,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if s["completions"]:
         parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
     if s["errorMessage"]:
-        parts.append(Text(f" Error:   {s['errorType']}: {s['errorMessage']}", style="red"))
+        parts.append(Text(f" Error:   {error_text(s['errorType'], s['errorMessage'])}", style="red"))
     w = waiting_on(snap)
     if w is not None:
         parts.append(w)
@@ -345,7 +351,7 @@ def _history_line(e: dict[str, Any]) -> Text:
     elif e["type"] == "FlowClosed":
         line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
         if e.get("errorMessage"):
-            line.append(f" {e['errorType']}: {e['errorMessage']}", style="dim")
+            line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
     elif e["type"] == "FlowStarted":
         line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
     return line

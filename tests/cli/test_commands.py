@@ -118,7 +118,9 @@ def test_stop(cli, db, kind, status, error_type):
     assert f"flow s stopped ({kind})" in res.stdout
     summary = cli.json("inspect", "s", "--json")["summary"]
     assert (summary["flowStatus"], summary["errorType"], summary["errorMessage"]) == (status, error_type, "testing")
-    cli.ok("resume", "s", code=1)  # ended, not completed
+    res = cli.ok("resume", "s", code=1)  # ended, not completed
+    assert "None:" not in res.stdout + cli.ok("inspect", "s").stdout  # no error type: the reason alone
+    assert ("CLIENT_API_FAILED: testing" if error_type else "  testing") in res.stdout
 
 
 # ------------------------------------------------------------------------- complete-job

@@ -48,7 +48,7 @@ def test_graph_formats(app, fmt, probe):
 
 def test_graph_of_an_invalid_flow_shows_why(app):
     res = run(app, "graph", "--file", file_ref("wrong_context"))
-    assert res.exit_code == 0
+    assert res.exit_code == 1  # like lint: an Invalid flow fails the command
     assert "✗ Invalid" in res.output and "execute context must be AsyncContext" in res.output
 
 
