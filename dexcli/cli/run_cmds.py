@@ -87,6 +87,10 @@ def run(
     try:
         engine = build_engine(store, time_skip=time_skip, faults=faults)
         definition = engine.registry.add(flow_obj)
+        try:
+            faults.check_steps(list(definition.steps))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         for w in definition.warnings:
             print(f"dex: warning: {w}", file=sys.stderr)
         plugin = _run_plugin(flow, definition, given)

@@ -57,9 +57,12 @@ def _step_and_n(text: str, what: str, default: int) -> tuple[str, int]:
     if not step:
         raise ValueError(f"{what} expects STEP[:N], got {text!r}")
     try:
-        return step, int(n) if n else default
+        count = int(n) if n else default
     except ValueError:
         raise ValueError(f"{what} expects STEP[:N] with a number, got {text!r}") from None
+    if count < 1:
+        raise ValueError(f"{what} expects STEP[:N] with N at least 1, got {text!r}")
+    return step, count
 
 
 @dataclass
@@ -78,6 +81,15 @@ class Faults:
             stall=_step_and_n(stall, "--stall", 1) if stall else None,
             fail=_step_and_n(fail, "--fail", 1) if fail else None,
         )
+
+    def check_steps(self, step_types: list[str]) -> None:
+        """Every step a fault names must be one of the flow's (ValueError naming them): a fault
+        aimed at no step would be silently ignored."""
+        named = [("--stall", self.stall[0] if self.stall else None), ("--fail", self.fail[0] if self.fail else None),
+                 ("--crash-at", self.crash.step if self.crash else None)]
+        for flag, step in named:
+            if step is not None and step not in step_types:
+                raise ValueError(f"{flag}: the flow has no step {step!r}; its steps: {', '.join(step_types)}")
 
     def should_stall(self, step_type: str, attempt: int) -> bool:
         return self.stall is not None and self.stall == (step_type, attempt)

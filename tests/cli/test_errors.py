@@ -111,9 +111,16 @@ def test_bad_durations_on_run(cli, opt):
     (["--crash-at", "heartbeat:x"], "must be a number"),
     (["--fail", "First:often"], "STEP[:N] with a number"),
     (["--stall", ":2"], "STEP[:N]"),
+    (["--stall", "Second:0"], "N at least 1"),
+    (["--fail", "Second:0"], "N at least 1"),
+    (["--fail", "NoStep:2"], "--fail: the flow has no step 'NoStep'; its steps: First, Second, Third"),
+    (["--stall", "NoStep:1"], "--stall: the flow has no step 'NoStep'"),
+    (["--crash-at", "heartbeat@NoStep"], "--crash-at: the flow has no step 'NoStep'"),
 ])
 def test_bad_fault_options(cli, args, fragment):
     assert_error(cli("run", "three-steps", "--input", "1", *args), 2, fragment)
+    listed = cli("list")  # refused before anything started: no database yet, or no flow in it
+    assert listed.exit_code == 3 or "no flows" in listed.stdout, listed.stdout
 
 
 @pytest.mark.parametrize("args, fragment", [
