@@ -8,6 +8,7 @@ from dexcli.store.records import (
     FlowRecord,
     FlowState,
     HistoryRecord,
+    Method,
     Runnable,
     Schedule,
     StepRecord,
@@ -18,6 +19,6 @@ from dexcli.store.store import Store
 from dexcli.store.tx import Tx
 
 __all__ = [
-    "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState", "HistoryRecord", "Runnable",
-    "Schedule", "Store", "StoreError", "StepRecord", "StepState", "StreamRecord", "Tx",
+    "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState", "HistoryRecord", "Method",
+    "Runnable", "Schedule", "Store", "StoreError", "StepRecord", "StepState", "StreamRecord", "Tx",
 ]

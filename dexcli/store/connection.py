@@ -15,7 +15,7 @@ from typing import Any
 
 from dexcli.store.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 
@@ -100,8 +100,10 @@ def open_connection(path: str, *, create: bool, synchronous: str) -> Connection:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
-        if version < SCHEMA_VERSION:
+        if version == 0:
             _create_schema(conn)
+        elif version < SCHEMA_VERSION:
+            _migrate(conn, version)
     except sqlite3.OperationalError as exc:
         conn.close()
         msg = str(exc)
@@ -119,6 +121,46 @@ def _create_schema(conn: Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APP_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     conn.execute("COMMIT")
+
+
+# What turns a database of version N into N+1 (schema.sql is always the newest whole schema).
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "ALTER TABLE flows ADD COLUMN clock_offset REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE steps ADD COLUMN method TEXT NOT NULL DEFAULT 'EXECUTE'",
+        "ALTER TABLE steps ADD COLUMN method_base INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE steps ADD COLUMN wait_options TEXT",
+        "ALTER TABLE steps ADD COLUMN wait TEXT",
+        "ALTER TABLE steps ADD COLUMN wait_started REAL",
+        "ALTER TABLE steps ADD COLUMN wait_ended REAL",
+        "ALTER TABLE steps ADD COLUMN condition_results TEXT",
+        "ALTER TABLE steps ADD COLUMN wait_for_failed INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE steps ADD COLUMN locals TEXT",
+        "ALTER TABLE attempts ADD COLUMN method TEXT NOT NULL DEFAULT 'EXECUTE'",
+        "ALTER TABLE attempts ADD COLUMN stack_trace TEXT",
+        "DROP INDEX IF EXISTS steps_active",
+    ),
+}
+
+
+def _migrate(conn: Connection, version: int) -> None:
+    """Bring an older database up to SCHEMA_VERSION in one transaction (then add whatever
+    schema.sql has that is new: tables and indexes are IF NOT EXISTS)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = scalar(conn, "PRAGMA user_version")  # another process may have migrated it
+        for v in range(current, SCHEMA_VERSION):
+            for stmt in MIGRATIONS[v]:
+                conn.execute(stmt)
+        if current < SCHEMA_VERSION:
+            sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+            for stmt in _statements(sql):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _statements(sql: str) -> list[str]:

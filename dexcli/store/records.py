@@ -24,6 +24,7 @@ class StepState(enum.Enum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     BACKOFF = "BACKOFF"  # failed, waiting for its next attempt
+    WAITING = "WAITING"  # its wait_for returned a Wait that is not ready yet
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
@@ -33,7 +34,14 @@ class StepState(enum.Enum):
         return self in _OPEN_STEPS
 
 
-_OPEN_STEPS = frozenset({StepState.QUEUED, StepState.RUNNING, StepState.BACKOFF})
+_OPEN_STEPS = frozenset({StepState.QUEUED, StepState.RUNNING, StepState.BACKOFF, StepState.WAITING})
+
+
+class Method(enum.Enum):
+    """Which method of a step execution its attempts run."""
+
+    WAIT_FOR = "WAIT_FOR"
+    EXECUTE = "EXECUTE"
 
 
 class AttemptOutcome(enum.Enum):
@@ -61,6 +69,7 @@ class FlowRecord:
     error_message: str | None
     graceful: bool
     completions: str  # JSON list of {"stepType", "stepExecutionId", "output"}
+    clock_offset: float = 0.0  # seconds this flow's clock was skipped ahead
 
     @property
     def is_running(self) -> bool:
@@ -92,6 +101,20 @@ class StepRecord:
     recovery_error: str | None
     decision: str | None
     end_time: float | None
+    method: Method = Method.EXECUTE
+    method_base: int = 0  # attempts before this method's first: its attempt number is attempt - method_base
+    wait_options: str | None = None  # the wait_for method's ResolvedOptions JSON
+    wait: str | None = None  # the committed Wait (JSON)
+    wait_started: float | None = None
+    wait_ended: float | None = None
+    condition_results: str | None = None  # what the completed wait selected and consumed (JSON)
+    wait_for_failed: bool = False
+    locals: str | None = None  # step-execution locals (JSON object)
+
+    @property
+    def method_attempt(self) -> int:
+        """The attempt number within the current method (what the handler's context shows)."""
+        return self.attempt - self.method_base
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +131,8 @@ class AttemptRecord:
     heartbeats: int
     last_heartbeat: float | None
     stream_writes: int
+    method: str = "EXECUTE"
+    stack_trace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +198,7 @@ def flow_record(row: tuple[Any, ...]) -> FlowRecord:
 def step_record(row: tuple[Any, ...]) -> StepRecord:
     values = list(row)
     values[7], values[19] = StepState(values[7]), bool(values[19])
+    values[23], values[30] = Method(values[23]), bool(values[30])
     return StepRecord(*values)
 
 

@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS flows (
     error_type    TEXT,
     error_message TEXT,
     graceful      INTEGER NOT NULL DEFAULT 0,   -- a step asked to complete when idle
-    completions   TEXT NOT NULL DEFAULT '[]'    -- outputs collected, in order
+    completions   TEXT NOT NULL DEFAULT '[]',   -- outputs collected, in order
+    clock_offset  REAL NOT NULL DEFAULT 0       -- seconds this flow's clock was skipped ahead
 );
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);
 CREATE INDEX IF NOT EXISTS flows_by_status ON flows(status, start_time);
@@ -48,10 +49,19 @@ CREATE TABLE IF NOT EXISTS steps (
     recovery_error    TEXT,              -- {"errorType","detail"} for a recovery step
     decision          TEXT,
     end_time          REAL,
+    method            TEXT NOT NULL DEFAULT 'EXECUTE',  -- WAIT_FOR or EXECUTE: what the attempts run
+    method_base       INTEGER NOT NULL DEFAULT 0,  -- attempts before this method's first (its attempt = attempt - base)
+    wait_options      TEXT,              -- the wait_for method's ResolvedOptions JSON (steps with wait_for)
+    wait              TEXT,              -- the committed Wait (JSON): conditions, timers' firing times
+    wait_started      REAL,
+    wait_ended        REAL,
+    condition_results TEXT,              -- what the completed wait selected and consumed (JSON)
+    wait_for_failed   INTEGER NOT NULL DEFAULT 0,
+    locals            TEXT,              -- step-execution locals (JSON object)
     PRIMARY KEY (flow_id, step_execution_id)
 );
-CREATE INDEX IF NOT EXISTS steps_active ON steps(status, next_attempt_at)
-    WHERE status IN ('QUEUED', 'BACKOFF', 'RUNNING');
+CREATE INDEX IF NOT EXISTS steps_open ON steps(status, next_attempt_at)
+    WHERE status IN ('QUEUED', 'BACKOFF', 'RUNNING', 'WAITING');
 
 CREATE TABLE IF NOT EXISTS attempts (
     flow_id           TEXT NOT NULL,
@@ -66,6 +76,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     heartbeats        INTEGER NOT NULL DEFAULT 0,
     last_heartbeat    REAL,
     stream_writes     INTEGER NOT NULL DEFAULT 0,
+    method            TEXT NOT NULL DEFAULT 'EXECUTE',
+    stack_trace       TEXT,              -- the user code's traceback, innermost frame first
     PRIMARY KEY (flow_id, step_execution_id, attempt)
 );
 
@@ -97,6 +109,18 @@ CREATE TABLE IF NOT EXISTS stream_usage (
     bytes     INTEGER NOT NULL,
     PRIMARY KEY (flow_type, stream)
 );
+
+-- Channel messages not yet consumed by a wait, FIFO per (flow, channel) by seq.
+CREATE TABLE IF NOT EXISTS channel_messages (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id   TEXT NOT NULL UNIQUE,              -- UUIDv7
+    flow_id      TEXT NOT NULL,
+    channel      TEXT NOT NULL,                     -- name, or name/<urlencoded instance>
+    value        TEXT NOT NULL,                     -- JSON
+    published_at REAL NOT NULL,
+    source       TEXT NOT NULL                      -- #<stepExecutionId> or rpc:<name>
+);
+CREATE INDEX IF NOT EXISTS channel_by_flow ON channel_messages(flow_id, channel, seq);
 
 -- Small state an example owns (the polling example's simulated jobs).
 CREATE TABLE IF NOT EXISTS kv (

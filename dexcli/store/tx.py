@@ -24,7 +24,7 @@ from dexcli.store.records import (
     step_record,
 )
 
-_OPEN = "('QUEUED','RUNNING','BACKOFF')"
+_OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
 _STEP_FIELDS = tuple(STEP_COLUMNS.split(", "))
 _STEP_MARKS = ", ".join("?" for _ in _STEP_FIELDS)
@@ -104,7 +104,7 @@ class Tx:
 
     def insert_step(self, step: StepRecord) -> None:
         values = [getattr(step, name) for name in _STEP_FIELDS]  # not astuple: it deep-copies
-        values[7] = step.status.value
+        values[7], values[23] = step.status.value, step.method.value
         self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})", values)
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:

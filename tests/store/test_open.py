@@ -11,7 +11,7 @@ import pytest
 from dexcli.store import SCHEMA_VERSION, FlowState, Store, StoreError
 from tests.store.builders import add_flow, raw
 
-TABLES = {"meta", "flows", "steps", "attempts", "history", "stream_messages", "stream_usage", "kv"}
+TABLES = {"meta", "flows", "steps", "attempts", "history", "stream_messages", "stream_usage", "kv", "channel_messages"}
 
 
 def _tables(path: Path) -> set[str]:
@@ -96,3 +96,29 @@ def test_a_missing_file_without_create_is_refused_and_not_created(tmp_path: Path
 def test_an_existing_database_opens_without_create(db: Path) -> None:
     Store(db).close()
     Store(db, create=False).close()
+
+
+def test_a_version_1_database_is_migrated_and_keeps_its_flows(tmp_path: Path) -> None:
+    """A database made by the previous dex (schema version 1) opens: new columns and tables
+    are added in one transaction, its rows stay, and the steps index covers WAITING steps."""
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((Path(__file__).parent / "schema_v1.sql").read_text())
+    conn.execute("PRAGMA application_id = 3559")
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO flows (flow_id, run_id, flow_type, status, start_time) "
+                 "VALUES ('old', 'r1', 'PollingFlow', 'COMPLETED', 1.0)")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    flow = store.get_flow("old")
+    store.close()
+    assert flow is not None and flow.status is FlowState.COMPLETED and flow.clock_offset == 0.0
+    assert raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert _tables(path) == TABLES
+    step_columns = {r[1] for r in raw(path, "PRAGMA table_info(steps)")}
+    assert {"method", "method_base", "wait", "condition_results", "locals"} <= step_columns
+    assert {r[1] for r in raw(path, "PRAGMA table_info(attempts)")} >= {"method", "stack_trace"}
+    index_sql = raw(path, "SELECT sql FROM sqlite_master WHERE name = 'steps_open'")[0][0]
+    assert "WAITING" in index_sql
+    assert raw(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'steps_active'") == [(0,)]
