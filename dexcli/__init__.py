@@ -17,6 +17,51 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.client import AsyncClient as AsyncClient
     from dexcli.client import Client as Client
+    from dexcli.sdk.attributes import (
+        Attribute as Attribute,
+    )
+    from dexcli.sdk.attributes import (
+        AttributeIndex as AttributeIndex,
+    )
+    from dexcli.sdk.attributes import (
+        AttributeLock as AttributeLock,
+    )
+    from dexcli.sdk.attributes import (
+        AttributeMap as AttributeMap,
+    )
+    from dexcli.sdk.attributes import (
+        IndexType as IndexType,
+    )
+    from dexcli.sdk.channels import (
+        Channel as Channel,
+    )
+    from dexcli.sdk.channels import (
+        ChannelMap as ChannelMap,
+    )
+    from dexcli.sdk.channels import (
+        ChannelMapLoad as ChannelMapLoad,
+    )
+    from dexcli.sdk.channels import (
+        ChannelMessage as ChannelMessage,
+    )
+    from dexcli.sdk.conditions import (
+        ConditionCombination as ConditionCombination,
+    )
+    from dexcli.sdk.conditions import (
+        StepExecutionId as StepExecutionId,
+    )
+    from dexcli.sdk.conditions import (
+        SubFlow as SubFlow,
+    )
+    from dexcli.sdk.conditions import (
+        Timer as Timer,
+    )
+    from dexcli.sdk.conditions import (
+        TimerId as TimerId,
+    )
+    from dexcli.sdk.conditions import (
+        Wait as Wait,
+    )
     from dexcli.sdk.context import (
         AsyncContext as AsyncContext,
     )
@@ -144,6 +189,15 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.results import (
         StopType as StopType,
     )
+    from dexcli.sdk.rpc import (
+        RPCInvokeOptions as RPCInvokeOptions,
+    )
+    from dexcli.sdk.rpc import (
+        RPCResult as RPCResult,
+    )
+    from dexcli.sdk.rpc import (
+        rpc as rpc,
+    )
     from dexcli.sdk.stream import (
         Stream as Stream,
     )
@@ -152,45 +206,6 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.stream import (
         StreamMessagesPage as StreamMessagesPage,
-    )
-    from dexcli.sdk.waiting import (
-        Attribute as Attribute,
-    )
-    from dexcli.sdk.waiting import (
-        AttributeIndex as AttributeIndex,
-    )
-    from dexcli.sdk.waiting import (
-        AttributeLock as AttributeLock,
-    )
-    from dexcli.sdk.waiting import (
-        AttributeMap as AttributeMap,
-    )
-    from dexcli.sdk.waiting import (
-        Channel as Channel,
-    )
-    from dexcli.sdk.waiting import (
-        ChannelMap as ChannelMap,
-    )
-    from dexcli.sdk.waiting import (
-        ConditionCombination as ConditionCombination,
-    )
-    from dexcli.sdk.waiting import (
-        IndexType as IndexType,
-    )
-    from dexcli.sdk.waiting import (
-        RPCResult as RPCResult,
-    )
-    from dexcli.sdk.waiting import (
-        SubFlow as SubFlow,
-    )
-    from dexcli.sdk.waiting import (
-        Timer as Timer,
-    )
-    from dexcli.sdk.waiting import (
-        Wait as Wait,
-    )
-    from dexcli.sdk.waiting import (
-        rpc as rpc,
     )
 
 __version__ = "0.1.0"

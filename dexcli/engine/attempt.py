@@ -13,15 +13,19 @@ import contextlib
 import json
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from dexcli.engine.deadlines import earliest_deadline
 from dexcli.engine.faults import Faults, InjectedError
 from dexcli.engine.transitions import AttemptKey, Leased, Outputs
-from dexcli.sdk.codec import decode, encode
+from dexcli.engine.waiting import Effects
+from dexcli.sdk.channels import physical_name
+from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
-from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError, NotSupportedYetError
+from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, message_size
+from dexcli.store import Method
 
 
 class AttemptHost(Protocol):
@@ -56,10 +60,15 @@ class AttemptRun:
         self.timed_out: tuple[float, str] | None = None  # (deadline, kind) once it fired
         self.heartbeats = 0
         self.stream_writes = 0
+        self.effects = Effects()  # publishes, locals, events: committed with the result
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.flow_id, self.seid)
+
+    @property
+    def method(self) -> Method:
+        return self.step.method
 
     def where(self, extra: str = "") -> str:
         return f"{self.seid} attempt {self.attempt}{extra}"
@@ -121,13 +130,15 @@ class _Context:
         self.run_id: str = run.leased.run_id
         self.step_execution_id: str = run.seid
         self.from_step_execution_id: str = step.from_step_execution_id
-        self.attempt: int = run.attempt
+        self.attempt: int = step.method_attempt
         first = step.first_attempt_at or run.started
         self.first_attempt_at = datetime.fromtimestamp(int(first), tz=UTC)
         self._has_hb = step.has_heartbeat_value
         self._hb = step.heartbeat_value
         rec = step.recovery_error
         self._recovery = None if rec is None else RecoveryErrorInfo(**json.loads(rec))
+        self._results = json.loads(step.condition_results) if step.condition_results else None
+        self._locals: dict[str, str] = json.loads(step.locals) if step.locals else {}
 
     @property
     def recovery_error(self) -> RecoveryErrorInfo | None:
@@ -143,13 +154,69 @@ class _Context:
         return self._run.ended() is not None
 
     def wait_for_method_failed(self) -> bool:
-        return False
+        return self._run.step.wait_for_failed
 
     def has_timer_fired(self, index: int | None = None) -> bool:
-        raise NotSupportedYetError("Timers (WaitFor) are defined but dex does not run them yet")
+        """Whether any timer (or the index-th, 0-based) of this execution's wait had fired or
+        was skipped when the wait completed."""
+        fired = self._results["timersFired"] if self._results else []
+        if index is None:
+            return any(fired)
+        return 0 <= index < len(fired) and bool(fired[index])
 
     def record_event(self, name: str, value: Any) -> None:
-        raise NotSupportedYetError("record_event is not supported by dex yet")
+        if not name:
+            raise ValueError("record_event needs a name")
+        self._run.effects.events.append({"name": name, "value": json.loads(encode(value))})
+
+    def set_step_execution_local(self, key: str, value: Any) -> None:
+        if not key:
+            raise ValueError("a step-execution local needs a key")
+        self._locals[key] = encode(value)
+        self._run.effects.locals = dict(self._locals)
+
+    def get_step_execution_local(self, key: str, value_type: Any = Any) -> Any:
+        text = self._locals.get(key)
+        return None if text is None else decode(text, value_type)
+
+    # --- the hooks Channel definitions call ---------------------------------------------
+    def _declared(self, channel: Any) -> Any:
+        declared = self._run.definition.channels.get(getattr(channel, "name", ""))
+        if declared is None or type(declared) is not type(channel):
+            raise FlowCodeError(f"channel {getattr(channel, 'name', channel)!r} is not in "
+                                f"{self._run.definition.flow_type}'s PersistenceSchema")
+        return declared
+
+    def _publish_channel(self, channel: Any, instance: str | None, value: Any) -> None:
+        if self._run.ended():
+            raise self._run._refuse("Channel publish")
+        declared = self._declared(channel)
+        text = encode(from_jsonable(to_jsonable(value), declared.value_type))
+        self._run.effects.publishes.append((physical_name(declared.name, instance), text))
+
+    def _channel_size(self, channel: Any, instance: str | None) -> int:
+        declared = self._declared(channel)
+        return self._run.leased.queue_counts.get(physical_name(declared.name, instance), 0)
+
+    def _channel_map_keys(self, channel: Any) -> list[str]:
+        declared = self._declared(channel)
+        prefix = declared.name + "/"
+        return sorted(unquote(q[len(prefix):]) for q, n in self._run.leased.queue_counts.items()
+                      if n and q.startswith(prefix))
+
+    def _channel_results(self, channel: Any, instance: str | None) -> list[Any]:
+        declared = self._declared(channel)
+        queue = physical_name(declared.name, instance)
+        conditions = self._results["conditions"] if self._results else []
+        return [from_jsonable(v, declared.value_type) for c in conditions
+                if c.get("queue") == queue for v in c.get("values", ())]
+
+    def _pending_channel_messages(self, channel: Any, instance: str | None) -> list[Any]:
+        raise FlowCodeError("Channel.pending_messages is for RPC handlers; a step reads what its wait "
+                            "consumed with Channel.results(context)")
+
+    def _delete_channel_message(self, channel: Any, instance: str | None, message_id: str) -> None:
+        raise FlowCodeError("Channel.delete is for RPC handlers (with @rpc(load_channels=...))")
 
 
 class SyncContext(_Context):
@@ -188,19 +255,20 @@ async def invoke(run: AttemptRun, value: Any) -> Any:
     """Run the handler in its form and return what it returned."""
     spec = run.spec
     faults = run.host.faults
-    if spec.has_wait_for:
-        raise NotSupportedYetError(f"{spec.step_type} defines wait_for; WaitFor is defined but dex does not run it yet")
     if faults.should_fail(spec.step_type, run.attempt):
         raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
     if faults.should_stall(spec.step_type, run.attempt):
         await asyncio.Event().wait()  # a stuck worker: no heartbeat, no progress
-    if spec.handler_kind == "async":
-        return await spec.instance.execute(AsyncStepContext(run), value)
+    waiting = run.method is Method.WAIT_FOR
+    kind = spec.wait_kind if waiting else spec.handler_kind
+    handler = spec.instance.wait_for if waiting else spec.instance.execute
+    if kind == "async":
+        return await handler(AsyncStepContext(run), value)
     # a plain asyncio loop (no handler threads): run inline
     run_in_thread = getattr(asyncio.get_running_loop(), "run_in_thread", _inline)
-    if spec.handler_kind == "sync":
-        return await run_in_thread(spec.instance.execute, SyncContext(run), value)
-    return await _drive_generator(run, spec.instance.execute(SyncContext(run), value), run_in_thread)
+    if kind == "sync":
+        return await run_in_thread(handler, SyncContext(run), value)
+    return await _drive_generator(run, handler(SyncContext(run), value), run_in_thread)
 
 
 async def _drive_generator(run: AttemptRun, gen: Any, run_in_thread: Any) -> Any:

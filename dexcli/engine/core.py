@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dexcli.engine import transitions as t
+from dexcli.engine import waiting as w
 from dexcli.engine.attempt import AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
@@ -38,14 +39,14 @@ from dexcli.engine.definitions import Definitions, Loader
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.host import StoreHost
-from dexcli.engine.outcome import judge
+from dexcli.engine.outcome import WaitResult, judge
 from dexcli.engine.schedule import Scheduler
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, ValueMappingError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
-from dexcli.store import FlowState, Store
+from dexcli.store import FlowState, StepState, Store
 
 log = logging.getLogger("dexcli.engine")
 R = TypeVar("R")
@@ -178,10 +179,15 @@ class Engine:
 
     def claim(self, now: float, flow_ids: list[str] | None) -> None:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
-        leased = []
+        leased, woken = [], []
         with self.store.tx() as tx:
             for r in tx.runnable_steps(now, flow_ids, self.scheduler.claim_batch):
                 if r.flow_status is not FlowState.RUNNING:
+                    continue
+                if r.step.status is StepState.WAITING:  # a timer is due: evaluate the wait
+                    got_woken = w.wake_step(tx, r.step, self.definitions, now, self.owner)
+                    if got_woken is not None:
+                        woken.append((r.step.flow_id, got_woken))
                     continue
                 found = self.definitions.step_for(r.step.flow_id, r.flow_type, r.flow_ref, r.step.step_type)
                 if found is not None:
@@ -190,6 +196,8 @@ class Engine:
                         leased.append(got)
         for lease in leased:
             self.start_attempt(lease, now)
+        for flow_id, x in woken:
+            self._after_woken(flow_id, (x,))
 
     def reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
@@ -270,6 +278,8 @@ class Engine:
         verdict = judge(run, result, error, self.definitions, self.now())
         if isinstance(verdict, t.Failure):
             await self._commit_failure(run, verdict)
+        elif isinstance(verdict, WaitResult):
+            await self._commit_wait(run, verdict)
         elif verdict is not None:
             self.faults.hit("before-commit", run.spec.step_type, where=run.where())
             await self._commit_decision(run, verdict)
@@ -334,25 +344,59 @@ class Engine:
             raise
 
     async def _commit_decision(self, run: AttemptRun, decision: t.Decision) -> None:
-        lease_next = self.scheduler.drives(run.flow_id)
-        definition = run.definition
+        owner = self.owner if self.scheduler.drives(run.flow_id) else None
 
-        def apply(tx: Any) -> t.Completed:
-            return t.complete(tx, run.attempt_key, run.step, run.started, decision, definition, self.now(),
-                              lease_next)
+        def apply(tx: Any) -> w.ExecuteDone:
+            return w.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
+                                      self.definitions, run.definition, self.now(), owner)
 
-        def done(c: t.Completed) -> None:
-            now = self.now()
+        def done(d: w.ExecuteDone) -> None:
+            now, c = self.now(), d.completed
             self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self._after_close(run.flow_id, c.closed)
+            self._fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 self.start_attempt(leased, now)
+            self._after_woken(run.flow_id, d.woken)
             self.faults.hit("after-commit", run.spec.step_type, where=run.where())
             self.wake()
 
         await self._commit(run, apply, done)
+
+    async def _commit_wait(self, run: AttemptRun, result: WaitResult) -> None:
+        owner = self.owner if self.scheduler.drives(run.flow_id) else None
+
+        def apply(tx: Any) -> w.Woken | None:
+            return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
+                                 self.definitions, self.now(), owner)
+
+        def done(woken: w.Woken | None) -> None:
+            self.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                      wait=result.wait)
+            self._after_woken(run.flow_id, (woken,) if woken else ())
+            self.wake()
+
+        await self._commit(run, apply, done)
+
+    def _after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
+        now = self.now()
+        for x in woken:
+            self.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
+                      conditionResults=x.condition_results)
+            if x.leased is not None:
+                self.start_attempt(x.leased, now)
+
+    def _fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
+        """Step executions another commit cancelled: stop their attempts running here."""
+        for seid in seids:
+            run = self.runs.get((flow_id, seid))
+            if run is not None:
+                run.fence(reason)
+                if run.task is not None and not run.task.done():
+                    run.task.cancel()
+            self.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
 
     async def _commit_failure(self, run: AttemptRun, failure: t.Failure) -> None:
         def apply(tx: Any) -> t.Failed:

@@ -12,12 +12,14 @@ nothing (it was fenced). Pure: no writes, no events.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dexcli.engine.attempt import AttemptRun
 from dexcli.engine.deadlines import timeout_detail
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions import Decision, Failure, NextStep
+from dexcli.engine.waits import persist
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
 from dexcli.sdk.decisions import RetryAfter, StepDecision
 from dexcli.sdk.errors import (
@@ -27,7 +29,8 @@ from dexcli.sdk.errors import (
     NotSupportedYetError,
     ValueMappingError,
 )
-from dexcli.store import AttemptOutcome
+from dexcli.sdk.options import resolve_wait_options
+from dexcli.store import AttemptOutcome, Method
 
 MAX_DETAIL = 1024
 
@@ -40,8 +43,15 @@ def error_identity(exc: BaseException) -> tuple[str, str]:
     return etype, detail
 
 
+@dataclass(frozen=True, slots=True)
+class WaitResult:
+    """A wait_for attempt's Wait, in its persisted form (timers' firing times fixed at `now`)."""
+
+    wait: dict[str, Any]
+
+
 def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions: Definitions,
-          now: float) -> Decision | Failure | None:
+          now: float) -> Decision | WaitResult | Failure | None:
     if run.timed_out is not None:
         at, kind = run.timed_out
         return Failure(kind, timeout_detail(kind, run.opts), at, AttemptOutcome.TIMED_OUT)
@@ -55,6 +65,8 @@ def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions
     if error is not None:
         return Failure(*error_identity(error), now)
     try:
+        if run.method is Method.WAIT_FOR:
+            return WaitResult(persist(result, run.definition.channels, now))
         return check_decision(run, result, definitions)
     except (InvalidStepResultError, ValueMappingError) as exc:
         return Failure(*error_identity(exc), now)
@@ -67,12 +79,10 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
     if not isinstance(decision, StepDecision):
         raise InvalidStepResultError(f"{run.spec.step_type}.execute returned {type(decision).__name__}, "
                                      "not a StepDecision")
-    if decision.canceling_steps or decision.canceling_sibling_steps:
-        raise NotSupportedYetError(f"{run.spec.step_type}: with_canceling_steps / with_canceling_sibling_steps: "
-                                   "dex does not cancel other step executions yet")
     definition = run.definition
     next_steps = []
-    for m in decision.movements:
+    movements = decision.movements if decision.fallback is None else (decision.fallback,)
+    for m in movements:
         spec = definition.resolve(m.step)
         if spec is None:
             name = m.step.__name__ if isinstance(m.step, type) else type(m.step).__name__
@@ -82,9 +92,38 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
             input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
         except ValueMappingError as exc:
             raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
-        next_steps.append(NextStep(spec, input_json, definitions.options(definition, spec, m.options)))
+        wait_opts = resolve_wait_options(m.options or spec.options()) if spec.has_wait_for else None
+        next_steps.append(NextStep(spec, input_json, definitions.options(definition, spec, m.options), wait_opts))
     output = None
     if decision.has_output:
         encode(decision.output)
         output = to_jsonable(decision.output)
-    return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason)
+    return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason,
+                    cancels=_cancels(run, decision), empty_channels=_channel_names(run, decision))
+
+
+def _cancels(run: AttemptRun, decision: StepDecision) -> tuple[frozenset[str], frozenset[str]]:
+    """The step types cancelled flow-wide and among siblings, checked against the flow."""
+    def types(classes: tuple[type[Any], ...], what: str) -> frozenset[str]:
+        out = set()
+        for cls in classes:
+            spec = run.definition.resolve(cls)
+            if spec is None:
+                raise InvalidStepResultError(f"{run.spec.step_type}: {what}({cls.__name__}) names a step that is "
+                                             f"not registered in {run.definition.flow_type}")
+            out.add(spec.step_type)
+        return frozenset(out)
+
+    return (types(decision.canceling_steps, "with_canceling_steps"),
+            types(decision.canceling_sibling_steps, "with_canceling_sibling_steps"))
+
+
+def _channel_names(run: AttemptRun, decision: StepDecision) -> tuple[str, ...]:
+    names = []
+    for ch in decision.empty_channels:
+        declared = run.definition.channels.get(getattr(ch, "name", ""))
+        if declared is None:
+            raise InvalidStepResultError(f"force_complete_if_channels_empty: {getattr(ch, 'name', ch)!r} is not a "
+                                         f"channel of {run.definition.flow_type}")
+        names.append(declared.name)
+    return tuple(names)

@@ -27,10 +27,10 @@ from dexcli.engine.deadlines import earliest_deadline, iso, timeout_detail
 from dexcli.engine.definitions import Definitions
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
-from dexcli.sdk.options import ResolvedOptions
+from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
-from dexcli.store import AttemptOutcome, FlowState, Runnable, StepRecord, StepState, Tx
+from dexcli.store import AttemptOutcome, FlowState, Method, Runnable, StepRecord, StepState, Tx
 
 START_SOURCE = "__start__"
 
@@ -46,6 +46,7 @@ class NextStep:
     spec: StepSpec
     input_json: str
     options: ResolvedOptions
+    wait_options: ResolvedOptions | None = None  # the wait_for method's, for a step that has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,15 @@ class Leased:
     run_id: str
     spec: StepSpec
     definition: FlowDefinition
-    options: ResolvedOptions
+    options: ResolvedOptions  # the leased method's
+    queue_counts: dict[str, int] = field(default_factory=dict)  # pending channel messages when leased
+
+
+def method_options(step: StepRecord) -> ResolvedOptions:
+    """The limits of the method the step's attempts run now (wait_for's, or execute's)."""
+    if step.method is Method.WAIT_FOR and step.wait_options is not None:
+        return ResolvedOptions.from_json(step.wait_options)
+    return ResolvedOptions.from_json(step.options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,21 +80,26 @@ def _queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float,
                 owner: str | None = None, recovery_error: dict[str, str] | None = None) -> StepRecord:
     """Insert a step execution, QUEUED, or RUNNING with attempt 1 leased to `owner`."""
     n, seq = numbers
-    opts = nxt.options
+    waits = nxt.spec.has_wait_for
+    wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if waits else None
+    opts = wait_opts or nxt.options  # the first method's limits
+    leased = owner is not None
     step = StepRecord(
         flow_id=flow_id, step_execution_id=f"{nxt.spec.step_type}-{n}", step_type=nxt.spec.step_type, seq=seq,
-        from_step_execution_id=from_seid, input=nxt.input_json, options=opts.to_json(),
-        status=StepState.QUEUED if owner is None else StepState.RUNNING, attempt=0 if owner is None else 1,
-        scheduled_at=now, first_attempt_at=None if owner is None else now,
-        next_attempt_at=now if owner is None else None, lease_owner=owner,
-        attempt_started_at=None if owner is None else now, last_heartbeat_time=None,
-        heartbeat_deadline=None if owner is None else now + opts.heartbeat_timeout,
-        attempt_deadline=None if owner is None else now + opts.method_timeout,
+        from_step_execution_id=from_seid, input=nxt.input_json, options=nxt.options.to_json(),
+        status=StepState.RUNNING if leased else StepState.QUEUED, attempt=1 if leased else 0,
+        scheduled_at=now, first_attempt_at=now if leased else None,
+        next_attempt_at=None if leased else now, lease_owner=owner,
+        attempt_started_at=now if leased else None, last_heartbeat_time=None,
+        heartbeat_deadline=now + opts.heartbeat_timeout if leased else None,
+        attempt_deadline=now + opts.method_timeout if leased else None,
         total_deadline=now + opts.total_duration, heartbeat_value=None, has_heartbeat_value=False,
-        recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None)
+        recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None,
+        method=Method.WAIT_FOR if waits else Method.EXECUTE,
+        wait_options=wait_opts.to_json() if wait_opts is not None else None)
     tx.insert_step(step)
     if owner is not None:
-        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now)
+        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
     return step
 
 
@@ -132,17 +146,18 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
 # ------------------------------------------------------------------------------ lease -------
 def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner: str, now: float) -> Leased | None:
     """Lease the next attempt of a runnable step, if nobody else did first."""
-    opts = ResolvedOptions.from_json(r.step.options)
+    opts = method_options(r.step)
     hb_deadline, at_deadline = now + opts.heartbeat_timeout, now + opts.method_timeout
     if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline):
         return None
     attempt = r.step.attempt + 1
-    tx.insert_attempt(r.step.flow_id, r.step.step_execution_id, attempt, owner, now)
+    tx.insert_attempt(r.step.flow_id, r.step.step_execution_id, attempt, owner, now, r.step.method.value)
     step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
                          attempt_started_at=now, first_attempt_at=r.step.first_attempt_at or now,
                          heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
                          last_heartbeat_time=None)
-    return Leased(step, r.run_id, spec, definition, opts)
+    counts = tx.queue_counts(r.step.flow_id) if definition.channels else {}
+    return Leased(step, r.run_id, spec, definition, opts, counts)
 
 
 def _replace_step(step: StepRecord, **changes: Any) -> StepRecord:
@@ -235,7 +250,7 @@ def reap(tx: Tx, seen: StepRecord, definitions: Definitions, now: float) -> tupl
         return None
     assert fresh.attempt_deadline is not None and fresh.heartbeat_deadline is not None
     at, kind = earliest_deadline(fresh.attempt_deadline, fresh.heartbeat_deadline, fresh.total_deadline)
-    opts = ResolvedOptions.from_json(fresh.options)
+    opts = method_options(fresh)
     failure = Failure(kind, timeout_detail(kind, opts), at, AttemptOutcome.LOST)
     try:
         return failure, fail(tx, fresh, fresh.lease_owner, failure, definitions, now)
@@ -255,6 +270,8 @@ class Decision:
     output: Any  # JSON-ready value, when has_output
     has_output: bool
     reason: str | None
+    cancels: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # (flow-wide, sibling) step types
+    empty_channels: tuple[str, ...] = ()  # force_complete_if_channels_empty: completes only if these are empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +282,8 @@ class Completed:
 
 
 def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
-             definition: FlowDefinition, now: float, lease_next: bool) -> Completed:
+             definition: FlowDefinition, now: float, lease_next: bool,
+             extra: dict[str, Any] | None = None) -> Completed:
     """Apply an attempt's decision: create its next steps (their first attempts leased to this
     owner with `lease_next`), collect its output, record StepExecuteCompleted, and close the
     flow when the decision or an idle graceful completion ends it."""
@@ -288,7 +306,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     tx.add_event(key.flow_id, now, "StepExecuteCompleted", {
         "stepExecutionId": key.seid, "fromStepExecutionId": step.from_step_execution_id,
         "stepType": step.step_type, "attempt": key.attempt, "startedTime": iso(started),
-        "duration": round(now - started, 6), "decision": summary,
+        "duration": round(now - started, 6), "decision": summary, **(extra or {}),
     })
     graceful = flow.graceful or decision.kind is DecisionKind.GRACEFUL_COMPLETE
     closed, idle = _closing(tx, key.flow_id, decision, graceful)
@@ -360,12 +378,13 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
          now: float) -> Failed:
     """Record a failed attempt of `step` (as it was when the attempt started); schedule the
     retry, or once none is left route to the execute-failure step or fail the flow."""
-    opts = ResolvedOptions.from_json(step.options)
+    opts = method_options(step)
     flow = tx.get_flow(step.flow_id)
     if flow is None or not flow.is_running:
         raise Fenced()
     f, seid, attempt = failure, step.step_execution_id, step.attempt
-    tries = attempt - tx.interrupted_attempts(step.flow_id, seid)  # interrupted attempts do not count
+    # interrupted attempts do not count; each method counts its own attempts
+    tries = step.method_attempt - tx.interrupted_attempts(step.flow_id, seid, step.method_base)
     delay = f.delay_override if f.delay_override is not None else opts.delay_after(tries)
     attempts_left = opts.attempts_left(tries)
     time_left = (f.at + delay) - step.scheduled_at < opts.total_duration
@@ -375,28 +394,43 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
             raise Fenced()
         tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
         return Failed(True, next_at, delay)
+    why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
+    proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
+    if proceed:
+        from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+        _failed_event(tx, step, f, why, None)
+        proceed_after_wait_failure(tx, step, definitions, now)
+        return Failed(False, reason=why)
     if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
         raise Fenced()
     tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
-    why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     recovery_id = None
-    if opts.failure_step and not f.fatal:
+    if opts.failure_step and not f.fatal and step.method is Method.EXECUTE:
         recovery_id = _recover(tx, flow.flow_type, flow.flow_ref, step, opts, f, definitions)
-    tx.add_event(step.flow_id, f.at, "StepExecuteFailed", {
-        "stepExecutionId": seid, "fromStepExecutionId": step.from_step_execution_id, "stepType": step.step_type,
-        "attempt": attempt, "errorType": f.error_type, "detail": f.detail, "reason": why,
-        "recoveryStepExecutionId": recovery_id,
-    })
+    _failed_event(tx, step, f, why, recovery_id)
     if recovery_id is not None:
         return Failed(False, reason=why, recovery_step_execution_id=recovery_id)
+    tries_text = f"{step.method_attempt} attempt{'s' if step.method_attempt != 1 else ''}"
+    method = "wait_for" if step.method is Method.WAIT_FOR else ""
     if f.fatal:
         closed = Closed(FlowState.FAILED, "INVALID_USER_FLOW_CODE", f"{seid}: {f.detail}")
     else:
         closed = Closed(FlowState.FAILED, "WORKER_API_FAILED",
-                        f"{seid} failed after {attempt} attempt{'s' if attempt != 1 else ''} "
+                        f"{seid}{' ' + method if method else ''} failed after {tries_text} "
                         f"({why}): {f.error_type}: {f.detail}")
     close(tx, step.flow_id, f.at, closed)
     return Failed(False, reason=why, closed=closed)
+
+
+def _failed_event(tx: Tx, step: StepRecord, f: Failure, why: str, recovery_id: str | None) -> None:
+    """StepExecuteFailed (or StepWaitForFailed): the method failed for good."""
+    kind = "StepWaitForFailed" if step.method is Method.WAIT_FOR else "StepExecuteFailed"
+    tx.add_event(step.flow_id, f.at, kind, {
+        "stepExecutionId": step.step_execution_id, "fromStepExecutionId": step.from_step_execution_id,
+        "stepType": step.step_type, "attempt": step.method_attempt, "errorType": f.error_type, "detail": f.detail,
+        "reason": why, "recoveryStepExecutionId": recovery_id,
+    })
 
 
 def _recover(tx: Tx, flow_type: str, flow_ref: str | None, step: StepRecord, opts: ResolvedOptions,

@@ -9,6 +9,7 @@ dispatches the decision, and retry it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -47,6 +48,7 @@ class DecisionKind(enum.Enum):
     FORCE_COMPLETE = "forceComplete"
     FORCE_FAIL = "forceFail"
     DEAD_END = "deadEnd"
+    FORCE_COMPLETE_IF_CHANNELS_EMPTY = "forceCompleteIfChannelsEmpty"
 
 
 def require_step_class(step: Any, what: str) -> type:
@@ -96,19 +98,20 @@ class StepDecision:
     reason: str | None = None
     canceling_steps: tuple[type[Any], ...] = field(default=())
     canceling_sibling_steps: tuple[type[Any], ...] = field(default=())
-
+    empty_channels: tuple[Any, ...] = field(default=())  # force_complete_if_channels_empty
+    fallback: StepMovement[Any] | None = None
     def with_canceling_steps(self, *steps: type[Any]) -> StepDecision:
         """Also cancel every current execution of these Step classes (the union of repeated
         calls; flow-wide selection supersedes sibling selection of the same class)."""
         flow_wide = _union(self.canceling_steps, steps, "with_canceling_steps")
         siblings = tuple(s for s in self.canceling_sibling_steps if all(s is not g for g in flow_wide))
-        return StepDecision(self.kind, self.movements, self.output, self.reason, flow_wide, siblings)
+        return dataclasses.replace(self, canceling_steps=flow_wide, canceling_sibling_steps=siblings)
 
     def with_canceling_sibling_steps(self, *steps: type[Any]) -> StepDecision:
         """Also cancel the executions of these Step classes started by the same step execution."""
         siblings = _union(self.canceling_sibling_steps, steps, "with_canceling_sibling_steps")
         siblings = tuple(s for s in siblings if all(s is not g for g in self.canceling_steps))
-        return StepDecision(self.kind, self.movements, self.output, self.reason, self.canceling_steps, siblings)
+        return dataclasses.replace(self, canceling_sibling_steps=siblings)
 
     @property
     def has_output(self) -> bool:
@@ -148,11 +151,14 @@ def dead_end() -> StepDecision:
 
 
 def force_complete_if_channels_empty(output: Any, fallback: StepMovement[Any], *channels: Any) -> StepDecision:
-    from dexcli.sdk.errors import NotSupportedYetError
-
-    raise NotSupportedYetError(
-        "force_complete_if_channels_empty needs Channels, which dex does not run yet"
-    )
+    """Complete the flow with `output` if these Channels (ChannelMaps: every instance) have no
+    pending message when the decision commits; otherwise schedule `fallback`."""
+    if not channels:
+        raise ValueError("force_complete_if_channels_empty needs at least one Channel")
+    if not isinstance(fallback, StepMovement):
+        raise TypeError("force_complete_if_channels_empty fallback must be a StepMovement")
+    return StepDecision(DecisionKind.FORCE_COMPLETE_IF_CHANNELS_EMPTY, output=output,
+                        empty_channels=tuple(channels), fallback=fallback)
 
 
 class RetryAfterError(Exception):

@@ -71,8 +71,9 @@ class PersistenceSchema:
 
     @classmethod
     def of(cls, *definitions: Any) -> PersistenceSchema:
+        from dexcli.sdk.attributes import Attribute, AttributeMap
+        from dexcli.sdk.channels import Channel, ChannelMap
         from dexcli.sdk.stream import Stream
-        from dexcli.sdk.waiting import Attribute, AttributeMap, Channel, ChannelMap
 
         attrs, chans, streams = [], [], []
         for d in definitions:

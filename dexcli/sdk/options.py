@@ -148,6 +148,7 @@ class ResolvedOptions:
     durability: str  # the StepDurability member's name: "DEFAULT", "SYNC", "ASYNC" (stored, and in the JSON)
     failure_step: str | None = None  # the execute-failure route's step type
     failure_step_options: ResolvedOptions | None = None
+    wait_for_failure: str | None = None  # wait_for options only: "FAIL_FLOW" or "PROCEED"
 
     def delay_after(self, attempt: int) -> float:
         return backoff_delay(self.initial_interval, self.backoff_coefficient, self.maximum_interval, attempt)
@@ -162,6 +163,7 @@ class ResolvedOptions:
             "maximumInterval": self.maximum_interval, "maximumAttempts": self.maximum_attempts,
             "totalDuration": self.total_duration, "durability": self.durability, "failureStep": self.failure_step,
             "failureStepOptions": None if self.failure_step_options is None else self.failure_step_options.as_dict(),
+            **({} if self.wait_for_failure is None else {"waitForFailure": self.wait_for_failure}),
         }
 
     def to_json(self) -> str:
@@ -177,7 +179,8 @@ class ResolvedOptions:
         return ResolvedOptions(
             d["methodTimeout"], d["heartbeatTimeout"], d["initialInterval"], d["backoffCoefficient"],
             d["maximumInterval"], d["maximumAttempts"], d["totalDuration"], d.get("durability", "DEFAULT"),
-            d.get("failureStep"), None if nested is None else ResolvedOptions.from_dict(nested))
+            d.get("failureStep"), None if nested is None else ResolvedOptions.from_dict(nested),
+            d.get("waitForFailure"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -205,3 +208,17 @@ def resolve_options(opts: StepOptions, where: str, failure_step: str | None = No
         maximum_interval=p.maximum_interval.total_seconds(), maximum_attempts=p.maximum_attempts,
         total_duration=p.total_duration.total_seconds(), durability=opts.execute_durability.name,
         failure_step=failure_step, failure_step_options=failure_options)
+
+
+def resolve_wait_options(opts: StepOptions) -> ResolvedOptions:
+    """The limits of a step's wait_for method: its own timeout and retry policy (Dex's
+    defaults otherwise) and what happens once it is exhausted (FAIL_FLOW or PROCEED). wait_for
+    does not heartbeat: its heartbeat window is its method timeout."""
+    timeout = (opts.wait_for_method_timeout or DEFAULT_METHOD_TIMEOUT).total_seconds()
+    p = (opts.wait_for_retry or RetryPolicy()).resolved()
+    assert p.initial_interval and p.maximum_interval and p.total_duration
+    return ResolvedOptions(
+        method_timeout=timeout, heartbeat_timeout=timeout, initial_interval=p.initial_interval.total_seconds(),
+        backoff_coefficient=p.backoff_coefficient, maximum_interval=p.maximum_interval.total_seconds(),
+        maximum_attempts=p.maximum_attempts, total_duration=p.total_duration.total_seconds(),
+        durability=opts.wait_for_durability.name, wait_for_failure=opts.wait_for_failure.name)

@@ -11,14 +11,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from dexcli.sdk.channels import Channel, ChannelMap
 from dexcli.sdk.codec import codec_problem
+from dexcli.sdk.conditions import Wait
 from dexcli.sdk.decisions import StepDecision
 from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
 from dexcli.sdk.handlers import MISSING, check_handler
 from dexcli.sdk.options import StepOptions, check_heartbeat_timeout
+from dexcli.sdk.rpc import RpcSpec, collect_rpcs
 from dexcli.sdk.stream import Stream
-from dexcli.sdk.waiting import Wait
 
 
 @dataclass
@@ -31,6 +33,7 @@ class StepSpec:
     handler_kind: str  # "sync" | "generator" | "async"
     input_type: Any
     has_wait_for: bool
+    wait_kind: str = "sync"  # wait_for's form, when the step has one
 
     def options(self) -> StepOptions:
         return self.instance.get_step_options() or StepOptions()
@@ -44,6 +47,8 @@ class FlowDefinition:
     steps: dict[str, StepSpec]
     streams: dict[str, Stream[Any]]
     warnings: list[str] = field(default_factory=list)
+    channels: dict[str, Any] = field(default_factory=dict)  # name -> Channel | ChannelMap
+    rpcs: dict[str, RpcSpec] = field(default_factory=dict)  # RPC name -> spec
 
     def failure_step(self, opts: StepOptions, where: str) -> tuple[StepSpec | None, str | None]:
         """The registered step `opts` routes execute failures to, or why there is none."""
@@ -89,9 +94,11 @@ def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
     found = check_handler(where, "execute", execute, StepDecision, allow_async_handlers=allow_async_handlers)
     problems.extend(found.problems)
     has_wait_for = getattr(cls, "wait_for", Step.wait_for) is not Step.wait_for
+    wait_kind = "sync"
     if has_wait_for:
         waits = check_handler(where, "wait_for", cls.wait_for, Wait, allow_async_handlers=allow_async_handlers)
         problems.extend(waits.problems)
+        wait_kind = waits.kind
         if MISSING not in (found.input_type, waits.input_type) and waits.input_type != found.input_type:
             problems.append(f"{where}: execute and wait_for must use the same input type "
                             f"({_tname(found.input_type)} and {_tname(waits.input_type)})")
@@ -101,7 +108,7 @@ def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
     if codec is not None:
         problems.append(f"{where}: {codec}")
     input_type = None if found.input_type is type(None) else found.input_type
-    return StepSpec(step_type, step, cls, found.kind, input_type, has_wait_for)
+    return StepSpec(step_type, step, cls, found.kind, input_type, has_wait_for, wait_kind)
 
 
 def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, problems: list[str]) -> None:
@@ -230,7 +237,11 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
     schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
                         PersistenceSchema)
     streams = _collect_streams(flow_type, schema, problems)
-    definition = FlowDefinition(flow, flow_type, start_spec, steps, streams)
+    channels = {c.name: c for c in schema.all() if isinstance(c, (Channel, ChannelMap))}
+    rpc_problems: list[str] = []
+    rpcs = collect_rpcs(flow, rpc_problems, allow_async=allow_async_handlers)
+    problems.extend(f"flow {flow_type}: {p}" for p in rpc_problems)
+    definition = FlowDefinition(flow, flow_type, start_spec, steps, streams, channels=channels, rpcs=rpcs)
     for spec in steps.values():
         _check_options(flow_type, spec, definition, problems)
     if checks is not None and not problems:

@@ -157,7 +157,7 @@ class Store:
             args = list(flow_ids)
         rows = self._rows(
             "SELECT 0, NULL, MIN(next_attempt_at) FROM steps "
-            f"WHERE status IN ('QUEUED','BACKOFF'){cond} "
+            f"WHERE status IN ('QUEUED','BACKOFF','WAITING'){cond} "
             "UNION ALL SELECT 1, lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) FROM steps "
             f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}",
             (*args, owner, *args))

@@ -23,6 +23,7 @@ from dexcli.store.records import (
     flow_record,
     step_record,
 )
+from dexcli.store.tx_waits import WaitStatements
 
 _OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
@@ -34,7 +35,7 @@ def _in(ids: list[str]) -> str:
     return f"({','.join('?' for _ in ids)})"
 
 
-class Tx:
+class Tx(WaitStatements):
     """Statements inside one transaction. Only the store hands these out."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -159,9 +160,10 @@ class Tx:
                              + _FENCE, (now, flow_id, seid, owner, attempt))
         return bool(cur.rowcount == 1)
 
-    def interrupted_attempts(self, flow_id: str, seid: str) -> int:
+    def interrupted_attempts(self, flow_id: str, seid: str, after: int = 0) -> int:
+        """How many attempts numbered above `after` were interrupted (they do not count as tries)."""
         return int(scalar(self.c, "SELECT COUNT(*) FROM attempts WHERE flow_id = ? AND step_execution_id = ? "
-                                  "AND outcome = 'INTERRUPTED'", (flow_id, seid)))
+                                  "AND outcome = 'INTERRUPTED' AND attempt > ?", (flow_id, seid, after)))
 
     def active_step_count(self, flow_id: str) -> int:
         return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND status IN {_OPEN}",
@@ -179,7 +181,7 @@ class Tx:
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
         sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref "
                "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               "WHERE s.status IN ('QUEUED','BACKOFF') AND s.next_attempt_at <= ?")
+               "WHERE s.status IN ('QUEUED','BACKOFF','WAITING') AND s.next_attempt_at <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
             sql += f" AND s.flow_id IN {_in(flow_ids)}"
@@ -202,9 +204,11 @@ class Tx:
         return [step_record(r) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------
-    def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float) -> None:
-        self.c.execute("INSERT INTO attempts (flow_id, step_execution_id, attempt, owner, start_time, outcome) "
-                       "VALUES (?, ?, ?, ?, ?, 'RUNNING')", (flow_id, seid, attempt, owner, start_time))
+    def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float,
+                       method: str = "EXECUTE") -> None:
+        self.c.execute("INSERT INTO attempts (flow_id, step_execution_id, attempt, owner, start_time, outcome, "
+                       "method) VALUES (?, ?, ?, ?, ?, 'RUNNING', ?)",
+                       (flow_id, seid, attempt, owner, start_time, method))
 
     def end_attempt(self, flow_id: str, seid: str, attempt: int, end_time: float, outcome: AttemptOutcome,
                     error_type: str | None = None, detail: str | None = None) -> None:

@@ -12,14 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_ALL = [
     "AsyncClient", "AsyncContext", "Attribute", "AttributeIndex", "AttributeLock", "AttributeMap",
-    "Channel", "ChannelMap", "Client", "ConditionCombination", "Context", "DexServiceError", "Flow",
+    "Channel", "ChannelMap", "ChannelMapLoad", "ChannelMessage", "Client", "ConditionCombination", "Context", "DexServiceError", "Flow",
     "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo",
     "FlowNotActiveOrNotFoundError", "FlowNotFoundError", "FlowResult", "FlowStatus", "IdReusePolicy",
     "IndexType", "InvalidStepResultError", "LongPollTimeoutError",
-    "PersistenceSchema", "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy",
-    "StartFlowOptions", "Step", "StepCompletion", "StepDecision", "StepDurability", "StepList",
+    "PersistenceSchema", "RPCInvokeOptions", "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy",
+    "StartFlowOptions", "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList",
     "StepMovement", "StepOptions", "StepOutput", "StopFlowOptions", "StopType", "Stream", "StreamMessage",
-    "StreamMessagesPage", "SubFlow", "Timer", "ValueMappingError", "Wait", "WaitForFailurePolicy",
+    "StreamMessagesPage", "SubFlow", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
     "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty",
     "force_fail", "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after",
     "rpc",

@@ -1,0 +1,277 @@
+"""The state changes of waiting: a Wait committed, a wait woken (ready: messages consumed,
+execute queued), messages published, a timer skipped, step executions cancelled, an RPC's
+effects applied. Like dexcli.engine.transitions: functions over one transaction that take
+facts and `now` and return records; the engine commits them and acts after COMMIT.
+
+    commit_wait   a wait_for attempt's Wait: the step WAITING, timers' firing times fixed
+    wake_step     re-evaluate one waiting step; if ready, consume and queue (or lease) execute
+    wake_flow     the same for every waiting step of a flow, in creation order
+    publish       staged channel messages appended (UUIDv7 ids), FIFO per queue
+    skip_timer    a client makes a pending timer ready now
+    cancel        step executions of some types (or siblings) end CANCELED
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dexcli.engine import waits as w
+from dexcli.engine.deadlines import iso
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, lease
+from dexcli.sdk.decisions import DecisionKind
+from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
+from dexcli.sdk.options import ResolvedOptions
+from dexcli.sdk.registry import FlowDefinition
+from dexcli.store import AttemptOutcome, Runnable, StepRecord, StepState, Tx
+
+
+class TimerNotFoundError(FlowNotActiveOrNotFoundError):
+    """skip_timer named a step execution that is not waiting, or a timer it does not have."""
+
+
+def uuid7() -> str:
+    """A time-ordered UUID (version 7), as Dex gives channel messages."""
+    ms = int(time.time() * 1000)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64 | 0b10 << 62 | rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+@dataclass
+class Effects:
+    """What a handler staged to commit with its result."""
+
+    publishes: list[tuple[str, str]] = field(default_factory=list)  # (queue, value JSON)
+    deletes: list[str] = field(default_factory=list)  # message ids (RPCs)
+    events: list[dict[str, Any]] = field(default_factory=list)  # record_event
+    locals: dict[str, str] | None = None  # step-execution locals (JSON values), when changed
+
+    @property
+    def empty(self) -> bool:
+        return not (self.publishes or self.deletes or self.events or self.locals is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Woken:
+    """A waiting step whose wait became ready: its execute is queued (and leased, when given)."""
+
+    step_execution_id: str
+    condition_results: dict[str, Any]
+    leased: Leased | None
+
+
+# ------------------------------------------------------------------------------ publish -----
+def publish(tx: Tx, flow_id: str, messages: list[tuple[str, str]], source: str, now: float) -> list[str]:
+    """Append messages to their queues; returns their ids."""
+    ids = []
+    for queue, value in messages:
+        mid = uuid7()
+        tx.insert_message(mid, flow_id, queue, value, now, source)
+        ids.append(mid)
+    return ids
+
+
+# ------------------------------------------------------------------------------ commit ------
+def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any], started: float,
+                effects: Effects, definitions: Definitions, now: float, owner: str | None) -> Woken | None:
+    """A wait_for attempt returned `wait` (persisted form): the step waits from now; then it is
+    evaluated at once (it may be ready already). Fenced when the attempt is no longer ours."""
+    flow = tx.get_flow(key.flow_id)
+    if flow is None or not flow.is_running:
+        raise Fenced()
+    locals_json = None if effects.locals is None else json.dumps(effects.locals)
+    text = json.dumps(wait)
+    if not tx.wait_step(key.flow_id, key.seid, key.owner, key.attempt, text, now, w.next_timer(wait, now),
+                        locals_json):
+        raise Fenced()
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
+    if effects.publishes:
+        publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
+    fresh = tx.get_step(key.flow_id, key.seid)
+    assert fresh is not None
+    woken = wake_step(tx, fresh, definitions, now, owner, started=started)
+    if effects.publishes:
+        wake_flow(tx, key.flow_id, definitions, now, None)
+    return woken
+
+
+# ------------------------------------------------------------------------------ wake --------
+def wake_step(tx: Tx, step: StepRecord, definitions: Definitions, now: float, owner: str | None,
+              counts: dict[str, int] | None = None, started: float | None = None) -> Woken | None:
+    """Evaluate a waiting step's wait; when ready, consume what it selected, record
+    StepWaitForCompleted and queue execute (leased to `owner` when given)."""
+    if step.status is not StepState.WAITING or step.wait is None:
+        return None
+    wait = json.loads(step.wait)
+    if counts is None:
+        counts = tx.queue_counts(step.flow_id) if w.queues(wait) else {}
+    selection = w.evaluate(wait, counts, now)
+    if selection is None:
+        tx.set_wait(step.flow_id, step.step_execution_id, step.wait, w.next_timer(wait, now))
+        return None
+    results = _consume(tx, step.flow_id, wait, selection, counts)
+    tx.add_event(step.flow_id, now, "StepWaitForCompleted", {
+        "stepExecutionId": step.step_execution_id, "fromStepExecutionId": step.from_step_execution_id,
+        "stepType": step.step_type, "attempt": step.method_attempt,
+        "startedTime": iso(started if started is not None else step.wait_started or now),
+        "waitForCondition": wait, "conditionResults": results,
+    })
+    return _queue_execute(tx, step, results, definitions, now, owner)
+
+
+def _consume(tx: Tx, flow_id: str, wait: dict[str, Any], sel: w.Selection, counts: dict[str, int]
+             ) -> dict[str, Any]:
+    """Take the selected channel conditions' messages; the condition results as persisted."""
+    conditions = []
+    for c in wait["conditions"]:
+        entry: dict[str, Any] = {"index": c["index"], "kind": c["kind"], "conditionId": c["conditionId"],
+                                 "selected": c["index"] in sel.selected}
+        if c["kind"] == w.TIMER:
+            entry["timerIndex"] = c["timerIndex"]
+            entry["fired"] = sel.timers_fired[c["timerIndex"]]
+            entry["skipped"] = c["skipped"]
+        else:
+            taken = tx.take_messages(flow_id, c["queue"], sel.takes.get(c["index"], 0))
+            counts[c["queue"]] = counts.get(c["queue"], 0) - len(taken)
+            entry.update(channel=c["channel"], instance=c["instance"], queue=c["queue"],
+                         messageIds=[m for m, _ in taken], values=[json.loads(v) for _, v in taken])
+        conditions.append(entry)
+    return {"selected": list(sel.selected), "timersFired": list(sel.timers_fired), "conditions": conditions}
+
+
+def _queue_execute(tx: Tx, step: StepRecord, results: dict[str, Any], definitions: Definitions, now: float,
+                   owner: str | None, wait_for_failed: bool = False) -> Woken | None:
+    opts = ResolvedOptions.from_json(step.options)
+    if not tx.ready_step(step, json.dumps(results), now, now + opts.total_duration, wait_for_failed):
+        return None
+    leased = None
+    if owner is not None:
+        fresh = tx.get_step(step.flow_id, step.step_execution_id)
+        flow = tx.get_flow(step.flow_id)
+        assert fresh is not None and flow is not None
+        found = definitions.step_for(flow.flow_id, flow.flow_type, flow.flow_ref, step.step_type)
+        if found is not None:
+            runnable = Runnable(fresh, flow.status, flow.run_id, flow.flow_type, flow.flow_ref)
+            leased = lease(tx, runnable, found[0], found[1], owner, now)
+    return Woken(step.step_execution_id, results, leased)
+
+
+def wake_flow(tx: Tx, flow_id: str, definitions: Definitions, now: float, owner: str | None) -> list[Woken]:
+    """Re-evaluate every waiting step of a running flow, oldest first (something it may wait
+    for changed: a publish). Earlier steps consume first."""
+    flow = tx.get_flow(flow_id)
+    if flow is None or not flow.is_running:
+        return []
+    waiting = tx.waiting_steps(flow_id)
+    if not waiting:
+        return []
+    counts = tx.queue_counts(flow_id)
+    woken = [wake_step(tx, s, definitions, now, owner, counts) for s in waiting]
+    return [x for x in woken if x is not None]
+
+
+def proceed_after_wait_failure(tx: Tx, step: StepRecord, definitions: Definitions, now: float) -> str:
+    """wait_for failed for good under WaitForFailurePolicy.PROCEED: execute runs anyway, with
+    `wait_for_method_failed()` true. Returns the step execution id."""
+    _queue_execute(tx, step, {"selected": [], "timersFired": [], "conditions": []}, definitions, now, None,
+                   wait_for_failed=True)
+    return step.step_execution_id
+
+
+# ------------------------------------------------------------------------------ skip --------
+def skip_timer(tx: Tx, flow_id: str, seid: str, condition_id: str | None, index: int | None,
+               definitions: Definitions, now: float, owner: str | None) -> Woken | None:
+    """Make a pending timer of a waiting step ready now; then evaluate the step."""
+    flow = tx.get_flow(flow_id)
+    if flow is None or not flow.is_running:
+        state = "not found" if flow is None else f"already {flow.status.value}"
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}")
+    step = tx.get_step(flow_id, seid)
+    if step is None or step.status is not StepState.WAITING or step.wait is None:
+        what = "does not exist" if step is None else f"is not waiting ({step.status.value})"
+        raise TimerNotFoundError(f"step execution {seid} of flow {flow_id} {what}")
+    wait = json.loads(step.wait)
+    timer = w.find_timer(wait, condition_id, index)
+    which = f"condition id {condition_id!r}" if condition_id is not None else f"index {index}"
+    if timer is None:
+        raise TimerNotFoundError(f"{seid} has no timer with {which}")
+    if timer["skipped"] or w.timer_ready(timer, now):
+        raise TimerNotFoundError(f"the timer with {which} of {seid} is not pending (it already fired)")
+    timer["skipped"] = True
+    text = json.dumps(wait)
+    tx.set_wait(flow_id, seid, text, w.next_timer(wait, now))
+    tx.add_event(flow_id, now, "TimerSkipped", {"stepExecutionId": seid, "conditionId": timer["conditionId"],
+                                                "timerIndex": timer["timerIndex"]})
+    fresh = tx.get_step(flow_id, seid)
+    assert fresh is not None
+    return wake_step(tx, fresh, definitions, now, owner)
+
+
+# ------------------------------------------------------------------------------ cancel ------
+def cancel(tx: Tx, flow_id: str, step_types: set[str], siblings_of: StepRecord | None, sibling_types: set[str],
+           exclude: set[str], now: float) -> list[str]:
+    """Cancel the open executions of `step_types` flow-wide, and of `sibling_types` started by
+    the same step execution as `siblings_of`; never those in `exclude`. Returns their ids."""
+    chosen = []
+    for s in tx.open_steps(flow_id):
+        if s.step_execution_id in exclude:
+            continue
+        sibling = siblings_of is not None and s.from_step_execution_id == siblings_of.from_step_execution_id
+        if s.step_type in step_types or (sibling and s.step_type in sibling_types):
+            chosen.append(s.step_execution_id)
+    for s in tx.cancel_steps(flow_id, chosen, now):
+        tx.add_event(flow_id, now, "StepCanceled", {"stepExecutionId": s.step_execution_id, "stepType": s.step_type,
+                                                    "phase": s.status.value})
+    return chosen
+
+
+def queues_empty(tx: Tx, flow_id: str, channels: tuple[str, ...]) -> bool:
+    """Whether these channels (a ChannelMap's name: every instance) have no pending message."""
+    counts = tx.queue_counts(flow_id)
+    return not any(n and (q in channels or q.split("/", 1)[0] in channels) for q, n in counts.items())
+
+
+# ------------------------------------------------------------------------------ execute -----
+@dataclass(frozen=True, slots=True)
+class ExecuteDone:
+    """An execute attempt's decision applied with its effects: what completed, which step
+    executions it cancelled, which waits its publishes made ready."""
+
+    completed: Completed
+    canceled: tuple[str, ...]
+    woken: tuple[Woken, ...]
+
+
+def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
+                     effects: Effects, definitions: Definitions, definition: FlowDefinition, now: float,
+                     owner: str | None) -> ExecuteDone:
+    """`transitions.complete` with what the handler staged: its publishes appended, the step
+    executions it cancels ended, a conditional completion resolved, the decision applied, then
+    the flow's waits re-evaluated. One transaction: all of it or (fenced) nothing."""
+    if effects.publishes:
+        publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
+    flow_wide, siblings = decision.cancels
+    canceled = cancel(tx, key.flow_id, set(flow_wide), step, set(siblings), {key.seid}, now) \
+        if flow_wide or siblings else []
+    if decision.kind is DecisionKind.FORCE_COMPLETE_IF_CHANNELS_EMPTY:
+        empty = queues_empty(tx, key.flow_id, decision.empty_channels)
+        decision = replace(decision, kind=DecisionKind.FORCE_COMPLETE if empty else DecisionKind.NEXT,
+                           next_steps=() if empty else decision.next_steps)
+    extra: dict[str, Any] = {}
+    if effects.events:
+        extra["recordEvents"] = effects.events
+    if effects.publishes:
+        extra["publishes"] = [{"queue": q, "value": json.loads(v)} for q, v in effects.publishes]
+    if canceled:
+        extra["canceled"] = canceled
+    if effects.locals is not None:
+        tx.set_locals(key.flow_id, key.seid, json.dumps(effects.locals))
+    done = complete(tx, key, step, started, decision, definition, now, owner is not None, extra)
+    woken = wake_flow(tx, key.flow_id, definitions, now, owner) if effects.publishes and done.closed is None else []
+    return ExecuteDone(done, tuple(canceled), tuple(woken))
