@@ -16,11 +16,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dexcli.engine import rpc, waiting
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.runner import Runner
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
+from dexcli.sdk.conditions import StepExecutionId, TimerId
 from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, NotSupportedYetError, ValueMappingError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
@@ -34,6 +36,7 @@ from dexcli.sdk.results import (
     StepCompletion,
     StopFlowOptions,
 )
+from dexcli.sdk.rpc import RPCInvokeOptions
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
 from dexcli.store import FlowRecord, Store, StreamRecord
 
@@ -114,6 +117,14 @@ class _Ops:
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
         self.engine.stop_flow(flow_id, options.type.name, options.reason)
+
+    def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
+        engine = self.engine
+        with engine.store.tx() as tx:
+            woken = waiting.skip_timer(tx, flow_id, str(step_execution_id), timer_id.condition_id,
+                                       timer_id.condition_index, engine.definitions, engine.now(), None)
+        engine.after_woken(flow_id, (woken,) if woken else ())
+        engine.wake()
 
     def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
@@ -230,6 +241,18 @@ class Client(_Closing):
     def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
 
+    def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
+                   options: RPCInvokeOptions | None = None) -> Any:
+        """Invoke an @rpc method of the registered flow on a running flow; returns its output.
+        Its effects commit atomically with it; a handler that raises commits nothing
+        (WorkerInvocationError)."""
+        definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
+        return rpc.invoke(self.engine, definition, spec, flow_id, input)
+
+    def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
+        """Make a pending timer of a waiting step execution ready now."""
+        self._ops.skip_timer(flow_id, step_execution_id, timer_id)
+
     def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
         """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
@@ -305,6 +328,14 @@ class AsyncClient(_Closing):
 
     async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
+
+    async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
+                         options: RPCInvokeOptions | None = None) -> Any:
+        definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
+        return await rpc.invoke_async(self.engine, definition, spec, flow_id, input)
+
+    async def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
+        self._ops.skip_timer(flow_id, step_execution_id, timer_id)
 
     async def list_stream_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                                    before_page_token: str = "") -> StreamMessagesPage[Any]:

@@ -197,7 +197,7 @@ class Engine:
         for lease in leased:
             self.start_attempt(lease, now)
         for flow_id, x in woken:
-            self._after_woken(flow_id, (x,))
+            self.after_woken(flow_id, (x,))
 
     def reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
@@ -356,10 +356,10 @@ class Engine:
                       attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self._after_close(run.flow_id, c.closed)
-            self._fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
+            self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 self.start_attempt(leased, now)
-            self._after_woken(run.flow_id, d.woken)
+            self.after_woken(run.flow_id, d.woken)
             self.faults.hit("after-commit", run.spec.step_type, where=run.where())
             self.wake()
 
@@ -375,12 +375,12 @@ class Engine:
         def done(woken: w.Woken | None) -> None:
             self.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       wait=result.wait)
-            self._after_woken(run.flow_id, (woken,) if woken else ())
+            self.after_woken(run.flow_id, (woken,) if woken else ())
             self.wake()
 
         await self._commit(run, apply, done)
 
-    def _after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
+    def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
         now = self.now()
         for x in woken:
             self.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
@@ -388,7 +388,7 @@ class Engine:
             if x.leased is not None:
                 self.start_attempt(x.leased, now)
 
-    def _fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
+    def fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
         """Step executions another commit cancelled: stop their attempts running here."""
         for seid in seids:
             run = self.runs.get((flow_id, seid))

@@ -76,7 +76,7 @@ class Closed:
 
 
 # ------------------------------------------------------------------------------ steps -------
-def _queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, numbers: tuple[int, int],
+def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, numbers: tuple[int, int],
                 owner: str | None = None, recovery_error: dict[str, str] | None = None) -> StepRecord:
     """Insert a step execution, QUEUED, or RUNNING with attempt 1 leased to `owner`."""
     n, seq = numbers
@@ -134,7 +134,7 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
             return Started(existing.run_id, False)
         raise FlowAlreadyStartedError(
             f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
-    step = _queue_step(tx, req.flow_id, req.start, START_SOURCE, now, (1, 1), owner)
+    step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now, (1, 1), owner)
     tx.add_event(req.flow_id, now, "FlowStarted", {
         "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
         "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
@@ -297,7 +297,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     for i, nxt in enumerate(plan):
         numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
             tx.next_step_number(key.flow_id, nxt.spec.step_type)
-        created.append(_queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
+        created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
     summary = _summary(decision, created)
     if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, json.dumps(summary), now):
         raise Fenced()
@@ -442,5 +442,5 @@ def _recover(tx: Tx, flow_type: str, flow_ref: str | None, step: StepRecord, opt
     rec_opts = opts.failure_step_options or definitions.options(definition, spec)
     nxt = NextStep(spec, step.input or "null", rec_opts)
     numbers = tx.next_step_number(step.flow_id, spec.step_type)
-    return _queue_step(tx, step.flow_id, nxt, step.step_execution_id, f.at, numbers,
+    return queue_step(tx, step.flow_id, nxt, step.step_execution_id, f.at, numbers,
                        recovery_error={"detail": f.detail, "error_type": f.error_type}).step_execution_id

@@ -77,3 +77,31 @@ class AttemptFencedError(BaseException):
     heartbeats, Stream writes and decision are refused. A BaseException (like
     asyncio.CancelledError) so that the handler's own `except Exception:` does not swallow it.
     """
+
+
+class FlowClosingError(DexServiceError):
+    """The flow is closing: it accepts no new work."""
+
+    exit_code = 4
+
+
+class RpcLockConflictError(DexServiceError):
+    """An RPC could not take the Attribute locks it needs (another holder)."""
+
+    exit_code = 4
+
+
+class RequestTimeoutError(DexServiceError):
+    exit_code = 1
+
+
+class ChannelMessageNotFoundError(DexServiceError):
+    """A pending channel message id no longer exists."""
+
+    exit_code = 3
+
+
+class ChannelMessagesNotLoadedError(DexError):
+    """An RPC read pending messages of a channel it did not load (`@rpc(load_channels=...)`)."""
+
+    exit_code = 1

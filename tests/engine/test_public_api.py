@@ -11,18 +11,17 @@ import dexcli
 ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_ALL = [
-    "AsyncClient", "AsyncContext", "Attribute", "AttributeIndex", "AttributeLock", "AttributeMap",
-    "Channel", "ChannelMap", "ChannelMapLoad", "ChannelMessage", "Client", "ConditionCombination", "Context", "DexServiceError", "Flow",
-    "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo",
+    "AsyncClient", "AsyncContext", "Attribute", "AttributeIndex", "AttributeLock", "AttributeMap", "Channel",
+    "ChannelMap", "ChannelMapLoad", "ChannelMessage", "Client", "ConditionCombination", "Context",
+    "DexServiceError", "Flow", "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo",
     "FlowNotActiveOrNotFoundError", "FlowNotFoundError", "FlowResult", "FlowStatus", "IdReusePolicy",
-    "IndexType", "InvalidStepResultError", "LongPollTimeoutError",
-    "PersistenceSchema", "RPCInvokeOptions", "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy",
-    "StartFlowOptions", "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList",
-    "StepMovement", "StepOptions", "StepOutput", "StopFlowOptions", "StopType", "Stream", "StreamMessage",
+    "IndexType", "InvalidStepResultError", "LongPollTimeoutError", "PersistenceSchema", "RPCInvokeOptions",
+    "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy", "StartFlowOptions",
+    "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList", "StepMovement",
+    "StepOptions", "StepOutput", "StopFlowOptions", "StopType", "Stream", "StreamMessage",
     "StreamMessagesPage", "SubFlow", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
-    "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty",
-    "force_fail", "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after",
-    "rpc",
+    "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty", "force_fail",
+    "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after", "rpc",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
 # dex-python-sdk): go_to_multi, RecoveryError, FlowNotActiveError, FlowCodeError and

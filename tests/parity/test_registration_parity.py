@@ -48,6 +48,7 @@ CASES = [
     Case("three_steps", "accept", source=repo_file("flows/three_steps.py")),
     Case("polling", "accept", registry=ASYNC, source=repo_file("flows/polling.py")),
     Case("polling_default_registry", "reject", "execute must be synchronous", source=repo_file("flows/polling.py")),
+    Case("approval", "accept", source=repo_file("flows/approval.py")),
     Case("readme_myflow", "accept", source=readme_example),
     # valid flows
     Case("generator_progress", "accept"),

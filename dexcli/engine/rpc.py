@@ -1,0 +1,364 @@
+"""RPCs: a client invokes a flow method; its effects commit atomically with its output.
+
+The invoking process runs the handler (there is no separate worker locally): it reads a
+snapshot (channel sizes, the pending messages the RPC loads), calls the handler once (no
+retry) under its timeout, and commits in one transaction: its publishes and deletions, the
+step executions it cancels, the steps it starts (from `__rpc/<name>`), RpcExecutionCompleted,
+and the waits its publishes make ready. A handler that raises commits nothing; the caller gets
+WorkerInvocationError with the exception's type and detail. A process driving the flow picks
+the changes up on its next look at the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dexcli.engine import waiting as w
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.outcome import error_identity
+from dexcli.engine.transitions import NextStep, queue_step
+from dexcli.sdk.channels import ChannelMessage, physical_name
+from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
+from dexcli.sdk.errors import (
+    ChannelMessageNotFoundError,
+    ChannelMessagesNotLoadedError,
+    FlowCodeError,
+    FlowNotActiveOrNotFoundError,
+    InvalidStepResultError,
+    ValueMappingError,
+    WorkerInvocationError,
+)
+from dexcli.sdk.options import resolve_wait_options
+from dexcli.sdk.registry import FlowDefinition
+from dexcli.sdk.rpc import RPCResult, RpcSpec
+from dexcli.store import FlowRecord, Tx
+
+if TYPE_CHECKING:
+    from dexcli.engine.core import Engine
+
+
+@dataclass
+class Snapshot:
+    """What an RPC handler reads: the flow, its queues' sizes, the messages it loads."""
+
+    flow: FlowRecord
+    counts: dict[str, int]
+    loaded: dict[str, list[tuple[str, str]]]  # queue -> [(message id, value JSON)]
+
+
+@dataclass
+class RpcContext:
+    """The Context an RPC handler is given: no step execution, no heartbeat, no Stream."""
+
+    definition: FlowDefinition
+    snapshot: Snapshot
+    rpc_name: str
+    now: float
+    effects: w.Effects = field(default_factory=w.Effects)
+
+    @property
+    def flow_id(self) -> str:
+        return self.snapshot.flow.flow_id
+
+    @property
+    def run_id(self) -> str:
+        return self.snapshot.flow.run_id
+
+    step_execution_id = ""
+    from_step_execution_id = ""
+    attempt = 1
+    recovery_error = None
+
+    @property
+    def first_attempt_at(self) -> datetime:
+        return datetime.fromtimestamp(int(self.now), tz=UTC)
+
+    def has_last_heartbeat_value(self) -> bool:
+        return False
+
+    def get_last_heartbeat_value(self, value_type: Any = Any) -> Any:
+        return None
+
+    def has_timer_fired(self, index: int | None = None) -> bool:
+        return False
+
+    def wait_for_method_failed(self) -> bool:
+        return False
+
+    def is_cancellation_requested(self) -> bool:
+        return False
+
+    def set_step_execution_local(self, key: str, value: Any) -> None:
+        raise FlowCodeError("step-execution locals belong to steps; an RPC has no step execution")
+
+    def get_step_execution_local(self, key: str, value_type: Any = Any) -> Any:
+        raise FlowCodeError("step-execution locals belong to steps; an RPC has no step execution")
+
+    def record_event(self, name: str, value: Any) -> None:
+        self.effects.events.append({"name": name, "value": json.loads(encode(value))})
+
+    def _dex_stream_write(self, stream: Any, value: Any) -> None:
+        raise FlowCodeError("RPC handlers cannot write to a Stream (a step can)")
+
+    def _declared(self, channel: Any) -> Any:
+        declared = self.definition.channels.get(getattr(channel, "name", ""))
+        if declared is None or type(declared) is not type(channel):
+            raise FlowCodeError(f"channel {getattr(channel, 'name', channel)!r} is not in "
+                                f"{self.definition.flow_type}'s PersistenceSchema")
+        return declared
+
+    def _publish_channel(self, channel: Any, instance: str | None, value: Any) -> None:
+        declared = self._declared(channel)
+        text = encode(from_jsonable(to_jsonable(value), declared.value_type))
+        self.effects.publishes.append((physical_name(declared.name, instance), text))
+
+    def _delete_channel_message(self, channel: Any, instance: str | None, message_id: str) -> None:
+        self._declared(channel)
+        self.effects.deletes.append(message_id)
+
+    def _channel_size(self, channel: Any, instance: str | None) -> int:
+        return self.snapshot.counts.get(physical_name(self._declared(channel).name, instance), 0)
+
+    def _channel_map_keys(self, channel: Any) -> list[str]:
+        from urllib.parse import unquote
+
+        prefix = self._declared(channel).name + "/"
+        return sorted(unquote(q[len(prefix):]) for q, n in self.snapshot.counts.items() if n and q.startswith(prefix))
+
+    def _pending_channel_messages(self, channel: Any, instance: str | None) -> list[ChannelMessage[Any]]:
+        declared = self._declared(channel)
+        queue = physical_name(declared.name, instance)
+        if queue not in self.snapshot.loaded:
+            raise ChannelMessagesNotLoadedError(
+                f"RPC {self.rpc_name} did not load {queue}: add it to @rpc(load_channels=...)")
+        return [ChannelMessage(mid, decode(v, declared.value_type)) for mid, v in self.snapshot.loaded[queue]]
+
+    def _channel_results(self, channel: Any, instance: str | None) -> list[Any]:
+        return []  # an RPC consumes nothing
+
+
+def loads(spec: RpcSpec) -> list[str]:
+    """The queues whose pending messages the RPC loads."""
+    names = [physical_name(c.name, None) for c in spec.options.load_channels]
+    names += [load.physical_name for load in spec.options.load_channel_map_instances]
+    return names
+
+
+def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec) -> Snapshot:
+    flow = tx.get_flow(flow_id)
+    if flow is None:
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} not found")
+    loaded: dict[str, list[tuple[str, str]]] = {q: [] for q in loads(spec)}
+    for queue, mid, value in tx.pending_messages(flow_id):
+        if queue in loaded:
+            loaded[queue].append((mid, value))
+    return Snapshot(flow, tx.queue_counts(flow_id), loaded)
+
+
+# ------------------------------------------------------------------------------ call --------
+def decode_input(spec: RpcSpec, value: Any) -> Any:
+    if not spec.has_input:
+        return None
+    try:
+        return from_jsonable(to_jsonable(value), spec.input_type)
+    except ValueMappingError as exc:
+        raise ValueMappingError(f"input for RPC {spec.name}: {exc}") from None
+
+
+def _invocation_error(spec: RpcSpec, exc: BaseException) -> WorkerInvocationError:
+    etype, detail = error_identity(exc)
+    return WorkerInvocationError(etype, detail)
+
+
+def call_sync(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
+    """Run the handler once on a thread of its own, under its timeout."""
+    args = (ctx, value) if spec.has_input else (ctx,)
+
+    def target() -> Any:
+        if spec.is_async:
+            return asyncio.run(spec.method(*args))
+        return spec.method(*args)
+
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"dex-rpc-{spec.name}")
+    try:
+        return pool.submit(target).result(timeout=spec.timeout)
+    except concurrent.futures.TimeoutError:
+        raise WorkerInvocationError("TimeoutError", f"RPC {spec.name} did not return within "
+                                                    f"{spec.timeout:g} s") from None
+    except Exception as exc:
+        raise _invocation_error(spec, exc) from exc
+    finally:
+        pool.shutdown(wait=False)
+
+
+async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
+    args = (ctx, value) if spec.has_input else (ctx,)
+    try:
+        if spec.is_async:
+            return await asyncio.wait_for(spec.method(*args), spec.timeout)
+        return await asyncio.wait_for(asyncio.to_thread(spec.method, *args), spec.timeout)
+    except TimeoutError:
+        raise WorkerInvocationError("TimeoutError", f"RPC {spec.name} did not return within "
+                                                    f"{spec.timeout:g} s") from None
+    except Exception as exc:
+        raise _invocation_error(spec, exc) from exc
+
+
+# ------------------------------------------------------------------------------ result ------
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A handler's result, checked and encoded before anything is written."""
+
+    output: Any  # the Python value returned to the caller
+    output_json: Any  # JSON-ready, for history
+    next_steps: tuple[NextStep, ...]
+    cancels: frozenset[str]
+
+    @property
+    def has_effects(self) -> bool:
+        return bool(self.next_steps or self.cancels)
+
+
+def plan(spec: RpcSpec, result: Any, definition: FlowDefinition, definitions: Definitions) -> Planned:
+    if result is None:
+        return Planned(None, None, (), frozenset())
+    if not isinstance(result, RPCResult):
+        raise WorkerInvocationError("dex.InvalidStepResultError",
+                                    f"RPC {spec.name} returned {type(result).__name__}, not RPCResult or None")
+    try:
+        output_json = to_jsonable(result.output)
+        encode(output_json)
+        steps = tuple(_next_step(m, definition, definitions) for m in result.next_steps)
+        cancels = frozenset(_step_type(cls, definition) for cls in result.canceling_steps)
+    except (InvalidStepResultError, ValueMappingError) as exc:
+        raise _invocation_error(spec, exc) from exc
+    return Planned(result.output, output_json, steps, cancels)
+
+
+def _step_type(cls: Any, definition: FlowDefinition) -> str:
+    spec = definition.resolve(cls)
+    if spec is None:
+        raise InvalidStepResultError(f"{getattr(cls, '__name__', cls)} is not a registered step of "
+                                     f"{definition.flow_type}")
+    return spec.step_type
+
+
+def _next_step(m: Any, definition: FlowDefinition, definitions: Definitions) -> NextStep:
+    spec = definition.resolve(getattr(m, "step", None))
+    if spec is None:
+        raise InvalidStepResultError(f"next step {getattr(m, 'step', m)!r} is not a registered step of "
+                                     f"{definition.flow_type}")
+    try:
+        input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
+    except ValueMappingError as exc:
+        raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
+    wait_opts = resolve_wait_options(m.options or spec.options()) if spec.has_wait_for else None
+    return NextStep(spec, input_json, definitions.options(definition, spec, m.options), wait_opts)
+
+
+# ------------------------------------------------------------------------------ commit ------
+@dataclass(frozen=True, slots=True)
+class RpcApplied:
+    canceled: tuple[str, ...]
+    started: tuple[str, ...]
+    woken: tuple[w.Woken, ...]
+
+
+def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContext, planned: Planned,
+           definitions: Definitions, now: float, transactional: bool) -> RpcApplied:
+    """Apply the RPC's effects and record RpcExecutionCompleted, in the caller's transaction."""
+    flow = tx.get_flow(flow_id)
+    if flow is None or not flow.is_running:
+        state = "not found" if flow is None else f"{flow.status.value}"
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}: RPC {spec.name} has effects to commit")
+    for mid in ctx.effects.deletes:
+        if not tx.delete_message(flow_id, mid) and transactional:
+            raise ChannelMessageNotFoundError(f"channel message {mid} no longer exists")
+    ids = w.publish(tx, flow_id, ctx.effects.publishes, f"rpc:{spec.name}", now)
+    canceled = w.cancel(tx, flow_id, set(planned.cancels), None, set(), set(), now) if planned.cancels else []
+    started = []
+    for nxt in planned.next_steps:
+        numbers = tx.next_step_number(flow_id, nxt.spec.step_type)
+        started.append(queue_step(tx, flow_id, nxt, f"__rpc/{spec.name}", now, numbers).step_execution_id)
+    tx.add_event(flow_id, now, "RpcExecutionCompleted", {
+        "rpcName": spec.name, "input": input_value, "output": planned.output_json,
+        "publishes": [{"queue": q, "value": json.loads(v), "messageId": i}
+                      for (q, v), i in zip(ctx.effects.publishes, ids, strict=True)],
+        "deletes": ctx.effects.deletes, "nextSteps": started, "canceled": canceled,
+        **({"recordEvents": ctx.effects.events} if ctx.effects.events else {}),
+    })
+    woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
+    return RpcApplied(tuple(canceled), tuple(started), tuple(woken))
+
+
+# ------------------------------------------------------------------------------ invoke ------
+def resolve(definitions: Definitions, target: Any, flow_id: str | None = None) -> tuple[FlowDefinition, RpcSpec]:
+    """The registered RPC a bound method (`flow.approve`) names."""
+    from dexcli.sdk.errors import FlowDefinitionError
+    from dexcli.sdk.rpc import rpc_options
+
+    flow = getattr(target, "__self__", None)
+    options = rpc_options(getattr(target, "__func__", target))
+    if flow is None or options is None:
+        raise FlowDefinitionError(f"{getattr(target, '__name__', target)!r} is not an @rpc method of a flow instance")
+    definition = definitions.registry.definition_of(flow)
+    name = options.name or target.__name__
+    spec = definition.rpcs.get(name)
+    if spec is None:
+        raise FlowDefinitionError(f"Flow {definition.flow_type} RPC is not registered: {name}")
+    return definition, spec
+
+
+def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any) -> Any:
+    """Invoke an RPC from outside the engine's loop (a Client, `dex rpc`): snapshot, call,
+    commit. Returns the handler's output."""
+    decoded = decode_input(spec, value)
+    snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
+    _check_flow(snapshot, definition, flow_id)
+    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
+    planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
+    if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
+        return planned.output  # a read-only RPC may be served from a closed run
+    with engine.store.tx() as tx:
+        applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
+                         spec.options.is_transactional)
+    after(engine, flow_id, spec, applied)
+    return planned.output
+
+
+async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any) -> Any:
+    """`invoke` for code on the engine's loop: the commit joins the group commit."""
+    from dexcli.engine.batch import Unit
+
+    decoded = decode_input(spec, value)
+    snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
+    _check_flow(snapshot, definition, flow_id)
+    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
+    planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
+    if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
+        return planned.output
+    await engine.commits.submit(Unit(
+        lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
+                          spec.options.is_transactional),
+        lambda applied: after(engine, flow_id, spec, applied)))
+    return planned.output
+
+
+def _check_flow(snapshot: Snapshot, definition: FlowDefinition, flow_id: str) -> None:
+    if snapshot.flow.flow_type != definition.flow_type:
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is a {snapshot.flow.flow_type}, "
+                                           f"not a {definition.flow_type}")
+
+
+def after(engine: Engine, flow_id: str, spec: RpcSpec, applied: RpcApplied) -> None:
+    """After COMMIT: report, stop cancelled attempts running here, let the loop look again."""
+    engine.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
+                canceled=list(applied.canceled))
+    engine.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
+    engine.after_woken(flow_id, applied.woken)
+    engine.wake()
