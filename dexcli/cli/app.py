@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
 from dexcli.cli.errors import CliError, NotFoundError
+from dexcli.cli.helptext import FullHelpGroup
 from dexcli.sdk.errors import DexError
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _closed_output_exit(e: SystemExit) -> None:
             sys.exit(EXIT_OUTPUT_CLOSED)
 
 
-class DexGroup(TyperGroup):
+class DexGroup(FullHelpGroup):
     """The root command. Every user mistake, from every command, and click's own usage errors
     (unknown option, missing argument, bad value): one line on stderr, `dex: error: ...`, and
     the error's exit code. Plugin commands and `dex run`'s plugin options join on demand."""
@@ -153,7 +153,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 time_app = typer.Typer(help="The database clock: show it, or move it forward for every process.",
-                       invoke_without_command=True)
+                       invoke_without_command=True, cls=FullHelpGroup)
 app.add_typer(time_app, name="time")
 
 

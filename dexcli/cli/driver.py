@@ -50,6 +50,7 @@ from dexcli.sdk.registry import Registry
 from dexcli.store import Store, StoreError
 
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and only on a change
 INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
 
 
@@ -97,6 +98,7 @@ class View:
         self._live: Live | None = None
         self._differ = LineDiffer()
         self._lock = threading.Lock()
+        self._painted: list[Any] | None = None  # the live view's lines as last drawn
 
     def snapshot(self) -> dict[str, Any]:
         return inspect_flow(self._store, self.flow_id, self.clock.now())
@@ -133,11 +135,34 @@ class View:
 
             self._output(write)
 
+    def repaint(self) -> bool:
+        """Redraw the live view if what it shows changed since the last redraw; returns whether
+        it redrew. Rich's own timer would redraw the whole block 8 times a second, changed or
+        not, and a terminal (tmux, ssh) can catch it half-drawn."""
+        live = self._live
+        if live is None:
+            return False
+        view = self._render()
+        lines = self.console.render_lines(view, self.console.options, pad=False)
+        if lines == self._painted:
+            return False
+        self._painted = lines
+        self._output(lambda: live.update(view, refresh=True))
+        return True
+
+    def _poll_live(self) -> None:
+        while not self._stop.wait(REPAINT_SECONDS) and not self.output_closed:
+            with contextlib.suppress(Exception):  # a view must never take the engine down
+                self.repaint()
+
     def start(self) -> None:
         if self.mode == "live":
-            self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=8,
-                              transient=False, redirect_stdout=False, redirect_stderr=False)
+            self._live = Live(console=self.console, auto_refresh=False, transient=False,
+                              redirect_stdout=False, redirect_stderr=False)
             self._live.start()
+            self.repaint()
+            self._thread = threading.Thread(target=self._poll_live, daemon=True)
+            self._thread.start()
         elif self.mode == "lines":
             head = header(self.snapshot(), str(self.db), self.clock.offset)
             self._output(lambda: self.console.print(head, highlight=False))

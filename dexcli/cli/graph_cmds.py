@@ -27,7 +27,7 @@ _STYLES = (
     (r"──(gracefulComplete|forceComplete)──▶", "green"),
     (r"──(forceFail)──▶", "red"),
     (r"──(deadEnd)──▶", "magenta"),
-    (r"──(on failure \(\?\))──▶", "yellow"),
+    (r"──(if execute fails)──▶", "yellow"),
     (r"◉", "dim"),
     (r"↺", "dim"),
     (r"\? \([^)\n]*\)", "yellow"),

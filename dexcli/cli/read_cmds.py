@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from datetime import UTC
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,17 +24,51 @@ LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "resul
 def inspect(
     flow_id: str = typer.Argument(..., help="The flow to show."),
     json_out: bool = typer.Option(False, "--json", help="One JSON object: summary, steps, streams, history."),
+    timeline: bool = typer.Option(False, "--timeline",
+                                  help="Draw each step's attempts on one time axis instead."),
+    svg: Path | None = typer.Option(None, "--svg", metavar="FILE",
+                                    help="With --timeline: also write the picture as SVG to FILE."),
 ) -> None:
     """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
     from dexcli.cli.render import inspect_view
     from dexcli.engine.views import inspect_flow
 
+    if svg is not None and not timeline:
+        raise UsageError("--svg writes the timeline: add --timeline")
+    if json_out and timeline:
+        raise UsageError("--json and --timeline do not go together: choose one")
     store = open_store(must_exist=True)
     snap = inspect_flow(store, flow_id, store_now(store))
     if json_out:
         print(json.dumps(snap, indent=2))
         return
+    if timeline:
+        _print_timeline(snap, store.clock_offset(), svg)
+        return
     out_console().print(inspect_view(snap, store.clock_offset()))
+
+
+def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
+    """The timeline at the terminal's width; with `svg`, the same lines recorded into an SVG."""
+    from rich.console import Console
+
+    from dexcli.cli.timeline import timeline_lines
+
+    console = out_console()
+    lines = timeline_lines(snap, console.width, offset)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
+    if svg is None:
+        return
+    recorder = Console(record=True, width=console.width, file=io.StringIO(), force_terminal=True,
+                       color_system="truecolor")
+    for line in lines:
+        recorder.print(line, highlight=False, soft_wrap=True)
+    try:
+        recorder.save_svg(str(svg), title=f"dex inspect {snap['summary']['flowId']} --timeline")
+    except OSError as e:
+        raise UsageError(f"cannot write {svg}: {e.strerror or e}") from e
+    print(f"dex: wrote {svg}", file=sys.stderr)
 
 
 def list_flows(

@@ -21,7 +21,7 @@ STATUS_STYLE = {
     "COMPLETED": "green", "FAILED": "red", "CANCELED": "yellow", "TERMINATED": "red", "RUNNING": "cyan",
 }
 STEP_GLYPH = {
-    "COMPLETED": ("✓", "green"), "RUNNING": ("⟳", "cyan"), "BACKOFF": ("…", "yellow"),
+    "COMPLETED": ("✓", "green"), "RUNNING": ("▶", "cyan"), "BACKOFF": ("…", "yellow"),
     "QUEUED": ("·", "dim"), "FAILED": ("✗", "red"), "CANCELED": ("⊘", "yellow"),
 }
 

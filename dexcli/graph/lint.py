@@ -126,7 +126,7 @@ def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport
                 continue
             for rule in RULE_FUNCS:
                 for rid, file, line, text in rule(step):
-                    msg = f"{text}. Seed: \"{SEED[rid]}\" Fix: {FIX[rid]}."
+                    msg = f"{text}. Anti-pattern: \"{SEED[rid]}\" Fix: {FIX[rid]}."
                     findings.append(Finding(rid, "warning", file, line, msg, graph.flow_type, st))
         except Exception:  # never let an analysis bug hide the other findings
             continue

@@ -1,7 +1,7 @@
 """Render a FlowGraph as plain text (a tree the CLI may colour), Mermaid, Graphviz DOT or JSON.
 
 Every renderer returns a string; none prints. Edge labels are the edge kinds, except that the
-text view writes the execute-failure route as `on failure (?)`, as Dex's documentation does.
+text view writes the execute-failure route (its executeFailureStep) as `if execute fails`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def text_label(edge: Edge) -> str:
     if edge.kind == "start":
         return ""
     if edge.kind == "executeFailure":
-        return "on failure (?)"
+        return "if execute fails"
     return edge.kind
 
 

@@ -137,7 +137,7 @@ class AttemptRecord:
 
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
-    event_id: int
+    event_id: int  # per flow, from 1 (Store.history_of numbers them; the table id is database-wide)
     flow_id: str
     event_time: float
     type: str

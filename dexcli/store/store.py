@@ -34,6 +34,9 @@ from dexcli.store.records import (
 from dexcli.store.tx import Tx
 
 T = TypeVar("T")
+# the history columns with the event id numbered per flow (1, 2, ... in the table's id order)
+_PER_FLOW_HISTORY = ", ".join("ROW_NUMBER() OVER (ORDER BY h.event_id) AS event_id" if c == "event_id" else f"h.{c}"
+                              for c in HISTORY_COLUMNS.split(", "))
 
 
 class Store:
@@ -128,8 +131,11 @@ class Store:
             "ORDER BY start_time, step_execution_id, attempt", (flow_id,))]
 
     def history_of(self, flow_id: str, after_event_id: int = 0) -> list[HistoryRecord]:
+        """A flow's history in order. Event ids count per flow from 1, as in Dex (the table's
+        own id is database-wide): numbered here, in the order of that id."""
         return [history_record(r) for r in self._rows(
-            f"SELECT {HISTORY_COLUMNS} FROM history WHERE flow_id = ? AND event_id > ? ORDER BY event_id",
+            f"SELECT {HISTORY_COLUMNS} FROM (SELECT {_PER_FLOW_HISTORY} FROM history AS h WHERE flow_id = ?) "
+            "WHERE event_id > ? ORDER BY event_id",
             (flow_id, after_event_id))]
 
     def stream_messages(self, flow_id: str, stream: str | None = None, after_id: int = 0,

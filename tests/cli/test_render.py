@@ -63,7 +63,7 @@ def test_live_view_of_a_running_step(running):
     lines = text.splitlines()
     assert lines[0].strip() == "dex · PollingFlow · demo · db /tmp/x/dex.db"
     assert line_with(text, "✓ StartJob-1", "goTo AwaitJob")
-    head = line_with(text, "⟳ AwaitJob-1", "attempt 1/3", "running")
+    head = line_with(text, "▶ AwaitJob-1", "attempt 1/3", "running")
     assert head.index("AwaitJob-1") < head.index("attempt 1/3")
     hb = line_with(text, "heartbeat", "ago · times out in")
     assert re.search(r"heartbeat\s+[█░]{18}\s+\d+\.\d s ago · times out in \d+\.\d s", hb), hb
@@ -89,7 +89,7 @@ def test_live_view_shows_the_clock_offset(running):
 def test_live_view_of_a_completed_flow_has_no_hints(completed):
     text = render(live_view(completed, "dex.db"))
     assert line_with(text, "✓ AwaitJob-1", "gracefulComplete")
-    assert "complete-job" not in text and "⟳" not in text
+    assert "complete-job" not in text and "▶ " not in text
 
 
 def test_final_card_completed(completed):

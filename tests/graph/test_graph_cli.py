@@ -29,7 +29,7 @@ def test_graph_polling_shows_the_documentation_picture(app):
     lines = res.output.splitlines()
     assert lines[0] == "PollingFlow   ✓ Valid"
     assert lines[1] == "START ──▶ StartJob ──goTo──▶ AwaitJob ──gracefulComplete──▶ ◉"
-    assert lines[3].endswith("└──on failure (?)──▶ RecordJobWaitFailure ──forceFail──▶ ◉")
+    assert lines[3].endswith("└──if execute fails──▶ RecordJobWaitFailure ──forceFail──▶ ◉")
 
 
 def test_graph_text_is_not_wrapped_on_narrow_terminals(app):

@@ -82,7 +82,7 @@ def test_text_diagram_matches_the_documentation_picture(polling):
         "PollingFlow   ✓ Valid",
         "START ──▶ StartJob ──goTo──▶ AwaitJob ──gracefulComplete──▶ ◉",
         "                             ├──forceFail──▶ ◉",
-        "                             └──on failure (?)──▶ RecordJobWaitFailure ──forceFail──▶ ◉",
+        "                             └──if execute fails──▶ RecordJobWaitFailure ──forceFail──▶ ◉",
     ]
     # the branches hang exactly under AwaitJob
     lines = text.splitlines()

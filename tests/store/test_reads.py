@@ -52,16 +52,20 @@ def test_list_flows_returns_enums(five: Store) -> None:
 
 
 # ---------------------------------------------------------------------------- history ------
-def test_history_of_is_in_event_order_and_resumes_after_an_event_id(store: Store) -> None:
+def test_history_of_numbers_events_per_flow_from_1_in_event_order(store: Store) -> None:
+    """Two flows' events interleaved in the table: each flow's history counts 1, 2, 3, ... (as
+    in Dex), in insertion order; `after_event_id` is that per-flow number."""
     with store.tx() as tx:
-        ids = [tx.add_event("f", T0 + i, f"E{i}", {"i": i}) for i in range(4)]
-        tx.add_event("g", T0, "Other", {})
-    assert ids == sorted(ids) and len(set(ids)) == 4
+        tx.add_event("g", T0, "G0", {})
+        for i in range(4):
+            tx.add_event("f", T0 + i, f"E{i}", {"i": i})
+            tx.add_event("g", T0 + i, f"G{i + 1}", {})
     events = store.history_of("f")
     assert [(e.event_id, e.type, json.loads(e.payload)) for e in events] == [
-        (ids[i], f"E{i}", {"i": i}) for i in range(4)]
-    assert [e.type for e in store.history_of("f", after_event_id=ids[1])] == ["E2", "E3"]
-    assert store.history_of("f", after_event_id=ids[3]) == []
+        (i + 1, f"E{i}", {"i": i}) for i in range(4)]
+    assert [(e.event_id, e.type) for e in store.history_of("g")] == [(i + 1, f"G{i}") for i in range(5)]
+    assert [e.type for e in store.history_of("f", after_event_id=2)] == ["E2", "E3"]
+    assert store.history_of("f", after_event_id=4) == []
 
 
 # ---------------------------------------------------------------------------- schedule -----

@@ -1,0 +1,301 @@
+"""`dex inspect ID --timeline`: every step's attempts on one time axis, drawn from the
+`dex inspect --json` snapshot (dexcli.engine.views.inspect_flow) and nothing else.
+
+`timeline_lines(snap, width)` is pure: the same snapshot and width give the same lines, each
+at most `width` cells. One row per step: attempt bars ending in their outcome, backoff gaps
+between attempts; under it a row of marks: the attempt's last heartbeat, its Stream messages
+and the deadlines (ExecuteMethodTimeout per attempt, TotalDuration per step) that fall on the
+axis; under that, one line per attempt that did not simply complete, with its error type.
+
+What the data does not hold is said, not drawn: dex keeps each attempt's heartbeat count and
+the time of its last heartbeat only, and the clock offset of time skipping but not when each
+skip happened, so skipped time is drawn as elapsed time (no breaks in the axis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+from dexcli.cli.config import format_duration
+from dexcli.cli.render import STATUS_STYLE, parse_iso
+
+LABEL_MAX = 16
+NOTES_PER_STEP = 5
+MIN_PLOT = 20
+NICE_STEPS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
+              600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400)
+# what ends an attempt bar: glyph, style
+END_GLYPH = {
+    "COMPLETED": ("✓", "green"), "FAILED": ("✗", "red"), "TIMED_OUT": ("╳", "bold red"),
+    "LOST": ("╳", "bold red"), "CANCELED": ("○", "yellow"), "INTERRUPTED": ("○", "yellow"),
+    "RUNNING": ("▶", "cyan"),
+}
+BAR_STYLE = {"COMPLETED": "green", "RUNNING": "cyan", "CANCELED": "yellow", "INTERRUPTED": "yellow"}
+KEY = (("━", "attempt"), ("✓", "completed"), ("✗", "failed"), ("╳", "timed out / lost"),
+       ("○", "interrupted / canceled"), ("▶", "running now"), ("·", "backoff"),
+       ("♥", "last heartbeat (dex keeps the last one of each attempt)"),
+       ("●", "Stream message"), ("E", "ExecuteMethodTimeout"), ("T", "TotalDuration"))
+
+
+@dataclass(frozen=True)
+class Axis:
+    """Maps a time (database clock, epoch seconds) to a column of the plot."""
+
+    start: float
+    end: float
+    cols: int
+
+    def col(self, t: float) -> int:
+        span = max(self.end - self.start, 1e-9)
+        return min(self.cols - 1, max(0, int((t - self.start) / span * (self.cols - 1) + 0.5)))
+
+    def holds(self, t: float) -> bool:
+        return self.start <= t <= self.end
+
+
+@dataclass
+class Row:
+    """One plot row: a cell per column, a higher priority overwriting a lower one."""
+
+    cols: int
+    cells: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cells = [(" ", "", 0)] * self.cols
+
+    def put(self, col: int, glyph: str, style: str, priority: int) -> None:
+        if 0 <= col < self.cols and priority >= self.cells[col][2]:
+            self.cells[col] = (glyph, style, priority)
+
+    def span(self, a: int, b: int, glyph: str, style: str, priority: int) -> None:
+        for c in range(a, b + 1):
+            self.put(c, glyph, style, priority)
+
+    def glyphs(self) -> set[str]:
+        return {g for g, _, _ in self.cells}
+
+    @property
+    def empty(self) -> bool:
+        return all(g == " " for g, _, _ in self.cells)
+
+    def text(self) -> Text:
+        t = Text()
+        for glyph, style, _ in self.cells:
+            t.append(glyph, style=style)
+        return t
+
+
+def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) -> list[Text]:
+    """The timeline of one flow as lines of at most `width` cells (`clock_offset`: seconds the
+    clock was skipped ahead, said under the picture)."""
+    s = snap["summary"]
+    now = parse_iso(snap["now"]) or 0.0
+    start = parse_iso(s["startTime"]) or now
+    end = parse_iso(s["closeTime"]) or now
+    label_w = min(LABEL_MAX, max([len(st["stepExecutionId"]) for st in snap["steps"]] + [6])) + 2
+    plot = max(MIN_PLOT, width - label_w - 1)
+    axis = Axis(start, max(end, start + 1e-3), plot)
+    lines = [_title(s, end - start)]
+    lines.extend(_scale(axis, label_w))
+    off_axis: list[str] = []
+    used: set[str] = set()  # the glyphs drawn, for the key
+    for st in snap["steps"]:
+        lines.extend(_step_rows(st, axis, label_w, snap["streams"], off_axis, used))
+    lines.extend(_foreign_stream_rows(snap, axis, label_w, used))
+    for st in snap["steps"]:
+        lines.extend(_attempt_notes(st, axis))
+    for note in off_axis:
+        lines.append(Text(f" {note}", style="dim"))
+    lines.extend(_key(used, width))
+    if clock_offset:
+        lines.append(Text(f" The database clock is +{format_duration(clock_offset)} ahead (time skipping). dex does "
+                          "not record", style="yellow"))
+        lines.append(Text(" when a skip happened: skipped time is drawn as elapsed time, with no break.",
+                          style="yellow"))
+    return [_fit(line, width) for line in lines]
+
+
+def _fit(line: Text, width: int) -> Text:
+    line.rstrip()
+    if line.cell_len > width:
+        line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def _title(s: dict[str, Any], duration: float) -> Text:
+    t = Text(" timeline · ", style="dim")
+    t.append(f"{s['flowType']} · {s['flowId']} · ", style="bold")
+    t.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
+    t.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(duration)}")
+    return t
+
+
+def short_time(seconds: float) -> str:
+    """An axis label: 0s, 1.5s, 2m, 1m30s, 2h."""
+    if seconds < 60:
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    m, sec = divmod(int(round(seconds)), 60)
+    if m < 60:
+        return f"{m}m{sec}s" if sec else f"{m}m"
+    h, m = divmod(m, 60)
+    return f"{h}h{m}m" if m else f"{h}h"
+
+
+def _tick_step(axis: Axis) -> float:
+    span = axis.end - axis.start
+    want = max(1, axis.cols // 10)  # a label every ~10 columns at most
+    for step in NICE_STEPS:
+        if span / step <= want:
+            return step
+    return NICE_STEPS[-1] * max(1, int(span / NICE_STEPS[-1] / want) + 1)
+
+
+def _scale(axis: Axis, label_w: int) -> list[Text]:
+    step = _tick_step(axis)
+    labels = [" "] * (axis.cols + 8)
+    rule = Row(axis.cols)
+    rule.span(0, axis.cols - 1, "─", "dim", 1)
+    k, last_end = 0, -1
+    while k * step <= axis.end - axis.start + 1e-9:
+        col = axis.col(axis.start + k * step)
+        rule.put(col, "┼" if 0 < col < axis.cols - 1 else ("├" if col == 0 else "┤"), "dim", 2)
+        label = short_time(k * step)
+        if col > last_end and col + len(label) <= axis.cols:
+            labels[col:col + len(label)] = list(label)
+            last_end = col + len(label)
+        k += 1
+    rule.put(axis.cols - 1, "┤", "dim", 2)
+    head = Text(" " * label_w + "".join(labels[:axis.cols]).rstrip(), style="dim")
+    line = Text(" " * label_w)
+    line.append_text(rule.text())
+    return [head, line]
+
+
+def _label(seid: str, label_w: int) -> str:
+    name = seid if len(seid) <= label_w - 2 else seid[: label_w - 3] + "…"
+    return f" {name:<{label_w - 1}}"
+
+
+def _times(a: dict[str, Any], now: float) -> tuple[float, float]:
+    t0 = parse_iso(a["startTime"]) or now
+    return t0, parse_iso(a["endTime"]) or now
+
+
+def _step_rows(st: dict[str, Any], axis: Axis, label_w: int, streams: dict[str, list[dict[str, Any]]],
+               off_axis: list[str], used: set[str]) -> list[Text]:
+    bars, marks = Row(axis.cols), Row(axis.cols)
+    seid = st["stepExecutionId"]
+    prev_end: float | None = None
+    for a in st["attempts"]:
+        t0, t1 = _times(a, axis.end)
+        if prev_end is not None:
+            bars.span(axis.col(prev_end), axis.col(t0), "·", "dim yellow", 1)
+        bars.span(axis.col(t0), axis.col(t1), "━", BAR_STYLE.get(a["outcome"], "red"), 2)
+        bars.put(axis.col(t1), *END_GLYPH.get(a["outcome"], ("?", "")), 3)
+        if a["lastHeartbeatTime"]:
+            marks.put(axis.col(parse_iso(a["lastHeartbeatTime"]) or t0), "♥", "magenta", 2)
+        prev_end = t1
+    if st["status"] == "BACKOFF" and prev_end is not None:
+        nxt = parse_iso(st.get("nextAttemptTime")) or axis.end
+        bars.span(axis.col(prev_end) + 1, axis.col(min(nxt, axis.end)), "·", "dim yellow", 1)
+    for msgs in streams.values():
+        for m in msgs:
+            if m["source"] == f"#{seid}":
+                marks.put(axis.col(parse_iso(m["createdTime"]) or axis.start), "●", "blue", 1)
+    _deadline_marks(st, axis, marks, off_axis)
+    head = Text(_label(seid, label_w), style="bold" if st["status"] == "RUNNING" else "")
+    head.append_text(bars.text())
+    out = [head]
+    used.update(bars.glyphs())
+    if not marks.empty:
+        out.append(Text(" " * label_w) + marks.text())
+        used.update(marks.glyphs())
+    return out
+
+
+def _deadline_marks(st: dict[str, Any], axis: Axis, marks: Row, off_axis: list[str]) -> None:
+    """E at each attempt's ExecuteMethodTimeout, T at the step's TotalDuration, where they fall
+    on the axis; the running step's deadlines past the axis are listed instead."""
+    opts = st["options"]
+    total = (parse_iso(st["scheduledTime"]) or axis.start) + opts["totalDuration"]
+    method = None
+    for a in st["attempts"]:
+        method = (parse_iso(a["startTime"]) or axis.start) + opts["executeMethodTimeout"]
+        if axis.holds(method):
+            marks.put(axis.col(method), "E", "bold blue", 3)
+    if axis.holds(total):
+        col = axis.col(total)
+        if marks.cells[col][0] == "E":  # both deadlines in one column: T just before E
+            col -= 1
+        marks.put(col, "T", "bold magenta", 4)
+    if st["status"] not in ("RUNNING", "BACKOFF", "QUEUED"):
+        return
+    later = []
+    if method is not None and st["status"] == "RUNNING" and method > axis.end:
+        later.append(f"ExecuteMethodTimeout +{format_duration(method - axis.start)}")
+    if total > axis.end:
+        later.append(f"TotalDuration +{format_duration(total - axis.start)}")
+    if later:
+        off_axis.append(f"{st['stepExecutionId']} past the axis: " + ", ".join(later))
+
+
+def _attempt_notes(st: dict[str, Any], axis: Axis) -> list[Text]:
+    """A line for each attempt of a step that did not complete at its first attempt: how it
+    ended and why (the last NOTES_PER_STEP of them)."""
+    attempts = st["attempts"]
+    if len(attempts) == 1 and attempts[0]["outcome"] == "COMPLETED":
+        return []
+    out = []
+    if len(attempts) > NOTES_PER_STEP:
+        out.append(Text(f" {st['stepExecutionId']}: {len(attempts) - NOTES_PER_STEP} earlier attempts "
+                        "not listed (dex inspect lists them all)", style="dim"))
+    max_a = st["maxAttempts"] or "∞"
+    for a in attempts[-NOTES_PER_STEP:]:
+        t0, t1 = _times(a, axis.end)
+        glyph, style = END_GLYPH.get(a["outcome"], ("?", ""))
+        line = Text(f" {glyph} ", style=style)
+        line.append(f"{st['stepExecutionId']} #{a['attempt']}/{max_a} ")
+        if a["outcome"] == "RUNNING":
+            line.append(f"running for {format_duration(t1 - t0)}")
+        else:
+            line.append(f"{a['outcome'].lower().replace('_', ' ')} at +{format_duration(t1 - axis.start)}, "
+                        f"ran {format_duration(t1 - t0)}")
+        if a["errorType"]:  # the class name: `dex inspect` shows the qualified one
+            line.append(f"  {a['errorType'].rsplit('.', 1)[-1]}: {a['detail']}", style=style)
+        if a["heartbeats"]:
+            line.append(f"  {a['heartbeats']} heartbeat{'s' if a['heartbeats'] > 1 else ''}", style="dim")
+        out.append(line)
+    return out
+
+
+def _foreign_stream_rows(snap: dict[str, Any], axis: Axis, label_w: int, used: set[str]) -> list[Text]:
+    """Stream messages not written by a step of this flow (a client's), one row per Stream."""
+    seids = {f"#{st['stepExecutionId']}" for st in snap["steps"]}
+    out = []
+    for name, msgs in snap["streams"].items():
+        row = Row(axis.cols)
+        for m in msgs:
+            if m["source"] not in seids:
+                row.put(axis.col(parse_iso(m["createdTime"]) or axis.start), "●", "blue", 1)
+        if not row.empty:
+            out.append(Text(_label(name, label_w), style="dim") + row.text())
+            used.add("●")
+    return out
+
+
+def _key(used: set[str], width: int) -> list[Text]:
+    """The meaning of each glyph the picture uses, wrapped at `width`."""
+    lines, line = [], Text(" key ", style="dim")
+    for glyph, what in KEY:
+        if glyph not in used:
+            continue
+        item = f" {glyph} {what} "
+        if line.cell_len + len(item) > width:
+            lines.append(line)
+            line = Text("     ", style="dim")
+        line.append(item, style="dim")
+    lines.append(line)
+    return lines

@@ -1,0 +1,140 @@
+"""`dex inspect ID --timeline`: the drawing from inspect snapshots (virtual time) at 80 and 120
+columns, and the command's flags (SVG, misuse)."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from dexcli.cli.timeline import Axis, short_time, timeline_lines
+from dexcli.testing import DexTestEnv
+from flows.polling import PollingFlow
+from tests.cli.cli_helpers import assert_error
+
+WIDTHS = (80, 120)
+
+
+def plain(snap, width, offset=0.0) -> list[str]:
+    lines = [t.plain for t in timeline_lines(snap, width, offset)]
+    assert all(len(ln) <= width for ln in lines), [ln for ln in lines if len(ln) > width]
+    return lines
+
+
+def row(lines: list[str], label: str) -> str:
+    return next(ln for ln in lines if ln.startswith(f" {label} "))
+
+
+def plot_of(line: str, lines: list[str]) -> str:
+    """The plot part of a step row: from the axis's first column (the ├ of the rule)."""
+    rule = next(ln for ln in lines if "├" in ln)
+    return line[rule.index("├"):]
+
+
+@pytest.fixture
+def cli_retried(cli):
+    cli.ok("run", "polling", "--flow-id", "p", "--fail", "AwaitJob:2", "--time-skip")
+    return cli.json("inspect", "p", "--json")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_retries_draw_failures_backoff_and_the_completing_attempt(cli_retried, width):
+    lines = plain(cli_retried, width)
+    assert re.fullmatch(r" timeline · PollingFlow · p · COMPLETED after 7\.\d s", lines[0]), lines[0]
+    rule = next(ln for ln in lines if "├" in ln)
+    assert rule.rstrip().endswith("┤") and len(rule) == width - 1
+    bars = plot_of(row(lines, "AwaitJob-1"), lines)
+    # failed, backoff, failed, backoff, then the third attempt's bar ending in its completion
+    assert bars.count("✗") == 2 and bars.rstrip().endswith("━✓")
+    assert bars.index("✗") < bars.index("·") < bars.rindex("✗") < bars.index("━")
+    # the 1 s backoff is half the 2 s one (give or take a column each way)
+    first_gap, second_gap = (len(g) for g in bars.strip(" ━✓").split("✗") if g)
+    assert abs(second_gap - 2 * first_gap) <= 2, bars
+    marks = plot_of(lines[lines.index(row(lines, "AwaitJob-1")) + 1], lines)
+    assert marks.index("●") < marks.index("♥")  # the Stream message at +3.1 s, the heartbeat at +5.1 s
+    notes = [ln for ln in lines if "AwaitJob-1 #" in ln]
+    assert [n.split()[:3] for n in notes] == [["✗", "AwaitJob-1", "#1/3"], ["✗", "AwaitJob-1", "#2/3"],
+                                                 ["✓", "AwaitJob-1", "#3/3"]]
+    assert "InjectedError" in notes[0] and "1 heartbeat" in notes[2]
+    key = " ".join(ln for ln in lines if ln.startswith((" key", "     ")))
+    for meaning in ("completed", "failed", "backoff", "last heartbeat", "Stream message"):
+        assert meaning in key
+    assert "timed out" not in key and "TotalDuration" not in key  # only what the picture uses
+
+
+def test_the_axis_scales_to_the_width(cli_retried):
+    narrow, wide = plain(cli_retried, 80), plain(cli_retried, 120)
+    assert len(plot_of(row(wide, "AwaitJob-1"), wide)) > len(plot_of(row(narrow, "AwaitJob-1"), narrow)) + 30
+    assert narrow[1].split() == ["0s", "2s", "4s", "6s"]  # tick labels on the axis
+    assert wide[1].split() == ["0s", "1s", "2s", "3s", "4s", "5s", "6s"]
+
+
+def test_a_timeout_shows_its_type_and_the_deadline_marks(cli):
+    cli.ok("run", "polling", "--flow-id", "slow", "--job-duration", "15m", "--time-skip", code=1)
+    snap = cli.json("inspect", "slow", "--json")
+    for width in WIDTHS:
+        lines = plain(snap, width)
+        assert plot_of(row(lines, "AwaitJob-1"), lines).rstrip().endswith("━╳")
+        marks = lines[lines.index(row(lines, "AwaitJob-1")) + 1].rstrip()
+        assert marks.endswith(("TE", "ET"))  # ExecuteMethodTimeout and TotalDuration: both 10 m
+        note = next(ln for ln in lines if "AwaitJob-1 #1/3" in ln)
+        assert "timed out at +10 m" in note and "StartToClose" in note
+        assert any("E ExecuteMethodTimeout" in ln for ln in lines)
+
+
+def test_a_running_step_ends_at_now_and_lists_its_deadlines_past_the_axis(tmp_path):
+    with DexTestEnv(tmp_path / "dex.db") as env:
+        env.start(PollingFlow(), flow_id="live")
+        env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("live")))
+        snap = env.inspect("live")
+    lines = plain(snap, 80)
+    assert "RUNNING for" in lines[0]
+    assert plot_of(row(lines, "AwaitJob-1"), lines).rstrip().endswith("▶")
+    assert " AwaitJob-1 past the axis: ExecuteMethodTimeout +10 m, TotalDuration +10 m" in lines
+    assert " ▶ AwaitJob-1 #1/3 running for 4.5 s  1 heartbeat" in lines
+
+
+def test_skipped_time_is_said_not_drawn(cli_retried):
+    lines = plain(cli_retried, 80, offset=7.0)
+    assert any("database clock is +7.0 s ahead" in ln for ln in lines)
+    assert any("no break" in ln for ln in lines)
+    assert not any("ahead" in ln for ln in plain(cli_retried, 80))
+
+
+def test_many_attempts_list_the_last_few(cli_retried):
+    snap = copy.deepcopy(cli_retried)
+    step = snap["steps"][1]
+    step["attempts"] = [dict(step["attempts"][0], attempt=n) for n in range(1, 9)] + [step["attempts"][-1]]
+    lines = plain(snap, 80)
+    assert any("AwaitJob-1: 4 earlier attempts not listed" in ln for ln in lines)
+    assert sum("AwaitJob-1 #" in ln for ln in lines) == 5
+
+
+def test_axis_and_labels():
+    axis = Axis(100.0, 110.0, 11)
+    assert [axis.col(t) for t in (99.0, 100.0, 105.0, 110.0, 200.0)] == [0, 0, 5, 10, 10]
+    assert [short_time(s) for s in (0, 0.002, 1.5, 60, 90, 3600, 5400)] == \
+        ["0s", "0.002s", "1.5s", "1m", "1m30s", "1h", "1h30m"]
+
+
+def test_inspect_timeline_and_svg(cli, tmp_path):
+    cli.ok("run", "three-steps", "--input", "1", "--flow-id", "t", "--time-skip")
+    res = cli.ok("inspect", "t", "--timeline", env={"COLUMNS": "80"})
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(" timeline · ThreeStepFlow · t · COMPLETED")
+    assert all(len(ln) <= 80 for ln in lines)
+    assert [ln.split()[0] for ln in lines if ln.split() and ln.split()[0].endswith("-1")] == \
+        ["First-1", "Second-1", "Third-1"]
+    svg = tmp_path / "t.svg"
+    res = cli.ok("inspect", "t", "--timeline", "--svg", str(svg), env={"COLUMNS": "80"})
+    text = svg.read_text()
+    assert text.startswith("<svg") and "Second-1" in text and "dex&#160;inspect&#160;t&#160;--timeline" in text
+    assert f"wrote {svg}" in res.stderr
+
+
+def test_timeline_flag_misuse(cli, tmp_path):
+    cli.ok("run", "three-steps", "--input", "1", "--flow-id", "t", "--time-skip")
+    assert_error(cli("inspect", "t", "--svg", str(tmp_path / "x.svg")), 2, "--timeline")
+    assert_error(cli("inspect", "t", "--json", "--timeline"), 2, "--json", "--timeline")
+    assert_error(cli("inspect", "t", "--timeline", "--svg", str(tmp_path / "no" / "x.svg")), 2, "cannot write")
