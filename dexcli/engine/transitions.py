@@ -344,6 +344,7 @@ class Failure:
     outcome: AttemptOutcome = AttemptOutcome.FAILED
     delay_override: float | None = None  # retry_after
     fatal: bool = False  # retrying cannot help: the flow fails with INVALID_USER_FLOW_CODE
+    stack_trace: str | None = None  # the user code's traceback, innermost frame first
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,11 +374,11 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
         next_at = max(f.at + delay, now)
         if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
             raise Fenced()
-        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         return Failed(True, next_at, delay)
     if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
         raise Fenced()
-    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
     why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     recovery_id = None
     if opts.failure_step and not f.fatal:
@@ -385,7 +386,7 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     tx.add_event(step.flow_id, f.at, "StepExecuteFailed", {
         "stepExecutionId": seid, "fromStepExecutionId": step.from_step_execution_id, "stepType": step.step_type,
         "attempt": attempt, "errorType": f.error_type, "detail": f.detail, "reason": why,
-        "recoveryStepExecutionId": recovery_id,
+        "recoveryStepExecutionId": recovery_id, "stackTrace": f.stack_trace,
     })
     if recovery_id is not None:
         return Failed(False, reason=why, recovery_step_execution_id=recovery_id)
