@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
         strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     ) -> None:
-        """Check a flow for definition errors and the polling anti-patterns, each with file:line.
+        """Check a flow for definition errors, polling anti-patterns and lost heartbeats, each with file:line.
 
         Exits 1 on errors (and on warnings with --strict). Silence a rule on one line with
         `# dex: ignore[rule-id]`.

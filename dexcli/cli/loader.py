@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from pathlib import Path
@@ -25,10 +26,25 @@ def _instantiate(obj: Any, where: str) -> Flow[Any]:
         return obj
     if isinstance(obj, type) and issubclass(obj, Flow):
         try:
+            inspect.signature(obj).bind()
+        except TypeError as exc:  # its __init__ needs arguments: `dex` has none to give
+            raise UsageError(f"{where}: cannot create the flow with no arguments ({exc})") from None
+        except ValueError:  # no signature to check: try it
+            pass
+        try:
             return obj()
-        except TypeError as exc:
-            raise UsageError(f"{where}: cannot create the flow with no arguments ({exc})") from exc
+        except Exception as exc:
+            raise UsageError(f"{where}: creating the flow failed: {raised(exc)}") from None
     raise UsageError(f"{where} is not a dex Flow class or instance")
+
+
+def raised(exc: BaseException) -> str:
+    """`Type: message (at file:line)`, the line of the user's code that raised it, for one-line errors."""
+    from dexcli.engine.user_code import exception_place
+    from dexcli.graph.lint import short_path
+
+    place = exception_place(exc)
+    return f"{type(exc).__name__}: {exc}" + (f" (at {short_path(place)})" if place else "")
 
 
 def _import_line(exc: BaseException, path: Path) -> str:
@@ -78,10 +94,13 @@ def plugin_flow(plugin: FlowPlugin) -> Flow[Any]:
     obj = plugin.flow
     if isinstance(obj, str):
         module_name, _, attr = obj.partition(":")
-        module: Any = importlib.import_module(module_name)
-        obj = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        try:
+            found: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                found = getattr(found, part)
+        except Exception as exc:
+            raise UsageError(f"{plugin.target}: loading the flow failed: {raised(exc)}") from None
+        return _instantiate(found, plugin.target)
     return _instantiate(obj, plugin.target)
 
 

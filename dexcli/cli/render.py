@@ -32,6 +32,15 @@ def error_text(error_type: str | None, message: str) -> str:
     cancel or terminate with a reason)."""
     return f"{error_type}: {message}" if error_type else message
 
+def error_place(attempt: dict[str, Any]) -> str:
+    """` at file:line` of the innermost user frame of a failed attempt, or ''."""
+    from dexcli.engine.user_code import innermost_place
+    from dexcli.graph.lint import short_path
+
+    place = innermost_place(attempt.get("stackTrace"))
+    return f" at {short_path(place)}" if place else ""
+
+
 def parse_iso(s: str | None) -> float | None:
     if s is None:
         return None
@@ -321,7 +330,7 @@ def _steps_table(snap: dict[str, Any], now: float) -> Table:
             if a["outcome"] == "COMPLETED":
                 info = decision_text(st["decision"])
             elif a["errorType"]:
-                info = f"{a['errorType']}: {a['detail']}"
+                info = f"{a['errorType']}: {a['detail']}{error_place(a)}"
             else:
                 info = ""
             table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",

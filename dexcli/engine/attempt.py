@@ -220,6 +220,8 @@ class _Context:
 
 
 class SyncContext(_Context):
+    _dex_public_name = "Context"  # how an AttributeError names it (dexcli.engine.user_code)
+
     def _dex_stream_write(self, stream: Stream[Any], value: Any) -> StepOutput:
         if self._run.spec.handler_kind == "sync":
             # Dex would drop it silently: the frame must be yielded, which a plain function cannot.
@@ -230,6 +232,8 @@ class SyncContext(_Context):
 
 
 class AsyncStepContext(_Context):
+    _dex_public_name = "AsyncContext"
+
     async def heartbeat(self, value: Any = OMITTED) -> None:
         self._run.heartbeat(value)
 

@@ -4,6 +4,8 @@ nothing (it was fenced). Pure: no writes, no events.
   - a deadline fired: the timeout kind (StartToClose, Heartbeat, ScheduleToClose), TIMED_OUT;
   - fenced (or it raised AttemptFencedError): nothing, its owner moved on;
   - FlowCodeError / NotSupportedYetError: fatal, retrying cannot help;
+  - an AttributeError on an object of dex (a sync Context's `heartbeat`, an SDK method dex does
+    not implement): fatal, with the missing API named;
   - RetryAfter: a failure of its cause, retried after its delay instead of the backoff;
   - any other exception: a transient failure, the retry policy decides;
   - a return value: it must be a StepDecision whose movements name registered steps with
@@ -19,6 +21,7 @@ from dexcli.engine.attempt import AttemptRun
 from dexcli.engine.deadlines import timeout_detail
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions import Decision, Failure, NextStep
+from dexcli.engine.user_code import missing_api, user_stack
 from dexcli.engine.waits import persist
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
 from dexcli.sdk.decisions import RetryAfter, StepDecision
@@ -57,13 +60,8 @@ def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions
         return Failure(kind, timeout_detail(kind, run.opts), at, AttemptOutcome.TIMED_OUT)
     if run.ended() or isinstance(error, AttemptFencedError):
         return None
-    if isinstance(error, (NotSupportedYetError, FlowCodeError)):
-        return Failure(*error_identity(error), now, fatal=True)
-    if isinstance(error, RetryAfter):
-        cause = error.cause if error.cause is not None else error
-        return Failure(*error_identity(cause), now, delay_override=error.seconds)
     if error is not None:
-        return Failure(*error_identity(error), now)
+        return _failure(error, now)
     try:
         if run.method is Method.WAIT_FOR:
             return WaitResult(persist(result, run.definition.channels, now))
@@ -72,6 +70,20 @@ def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions
         return Failure(*error_identity(exc), now)
     except (NotSupportedYetError, FlowCodeError) as exc:  # retrying cannot help
         return Failure(*error_identity(exc), now, fatal=True)
+
+
+def _failure(error: BaseException, now: float) -> Failure:
+    stack = user_stack(error)
+    if isinstance(error, (NotSupportedYetError, FlowCodeError)):
+        return Failure(*error_identity(error), now, fatal=True, stack_trace=stack)
+    missing = missing_api(error) if isinstance(error, AttributeError) else None
+    if missing is not None:
+        return Failure(error_identity(error)[0], missing, now, fatal=True, stack_trace=stack)
+    if isinstance(error, RetryAfter):
+        cause = error.cause if error.cause is not None else error
+        return Failure(*error_identity(cause), now, delay_override=error.seconds,
+                       stack_trace=user_stack(cause) or stack)
+    return Failure(*error_identity(error), now, stack_trace=stack)
 
 
 def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> Decision:

@@ -362,6 +362,7 @@ class Failure:
     outcome: AttemptOutcome = AttemptOutcome.FAILED
     delay_override: float | None = None  # retry_after
     fatal: bool = False  # retrying cannot help: the flow fails with INVALID_USER_FLOW_CODE
+    stack_trace: str | None = None  # the user code's traceback, innermost frame first
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,19 +393,19 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
         next_at = max(f.at + delay, now)
         if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
             raise Fenced()
-        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         return Failed(True, next_at, delay)
     why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
     if proceed:
         from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
-        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         _failed_event(tx, step, f, why, None)
         proceed_after_wait_failure(tx, step, definitions, now)
         return Failed(False, reason=why)
     if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
         raise Fenced()
-    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail)
+    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
     recovery_id = None
     if opts.failure_step and not f.fatal and step.method is Method.EXECUTE:
         recovery_id = _recover(tx, flow.flow_type, flow.flow_ref, step, opts, f, definitions)
@@ -429,7 +430,7 @@ def _failed_event(tx: Tx, step: StepRecord, f: Failure, why: str, recovery_id: s
     tx.add_event(step.flow_id, f.at, kind, {
         "stepExecutionId": step.step_execution_id, "fromStepExecutionId": step.from_step_execution_id,
         "stepType": step.step_type, "attempt": step.method_attempt, "errorType": f.error_type, "detail": f.detail,
-        "reason": why, "recoveryStepExecutionId": recovery_id,
+        "reason": why, "recoveryStepExecutionId": recovery_id, "stackTrace": f.stack_trace,
     })
 
 

@@ -45,6 +45,7 @@ def _attempt(a: AttemptRecord) -> dict[str, Any]:
         "heartbeats": a.heartbeats,
         "lastHeartbeatTime": iso(a.last_heartbeat),
         "streamWrites": a.stream_writes,
+        "stackTrace": a.stack_trace,  # the user code's traceback, innermost frame first
     }
 
 

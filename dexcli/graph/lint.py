@@ -1,4 +1,5 @@
-"""`dex lint`: the definition errors plus the seed's polling anti-patterns, each with file:line.
+"""`dex lint`: the definition errors, the seed's polling anti-patterns and the progress-reporting
+mistakes (CODE_RULES), each with file:line.
 
 Rules (ids are what `# dex: ignore[rule-id]` takes; a bare `# dex: ignore` silences every rule
 on that line). Errors (the flow is Invalid) cannot be silenced.
@@ -28,8 +29,13 @@ SEED = {
     "lock-held-while-polling": "Do not hold ExecuteLockAttributes for the whole wait.",
     "page-token-run": "Iterating page by page by passing a page token to a new run.",
 }
-RULES = tuple(SEED)
+# Mistakes in how a step reports progress (no seed to quote): each fails or silently drops output.
+CODE_RULES = ("sync-context-heartbeat", "unyielded-frame")
+RULES = tuple(SEED) + CODE_RULES
 FIX = {
+    "sync-context-heartbeat": "sync steps heartbeat with `yield heartbeat(value)` (or make the step async)",
+    "unyielded-frame": "yield it in a generator step (`yield heartbeat(value)`, `yield stream.write(context, "
+                       "value)`); in an async step, `await context.heartbeat(value)`",
     "timer-self-loop": "poll inside one execute: call, sleep, heartbeat, until a terminal state",
     "retry-as-poll": '"not ready" is a normal branch of the loop, never an error',
     "loop-without-heartbeat": "write a Stream message when the status changes, otherwise record a heartbeat",
@@ -126,7 +132,8 @@ def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport
                 continue
             for rule in RULE_FUNCS:
                 for rid, file, line, text in rule(step):
-                    msg = f"{text}. Anti-pattern: \"{SEED[rid]}\" Fix: {FIX[rid]}."
+                    seed = f" Anti-pattern: \"{SEED[rid]}\"" if rid in SEED else ""
+                    msg = f"{text}.{seed} Fix: {FIX[rid]}."
                     findings.append(Finding(rid, "warning", file, line, msg, graph.flow_type, st))
         except Exception:  # never let an analysis bug hide the other findings
             continue
@@ -147,7 +154,7 @@ def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport
 
 
 def lint_flow(flow: Any) -> LintReport:
-    """Every finding for one flow instance: definition errors, warnings and the 8 rules."""
+    """Every finding for one flow instance: definition errors, warnings and the rules."""
     return lint_graph_and_flow(flow)
 
 

@@ -1,4 +1,6 @@
-"""The eight polling rules of `dex lint`, one function each, over one step's source.
+"""The rules of `dex lint`, one function each, over one step's source: the eight polling
+anti-patterns of the seed, then mistakes in how a step reports progress (a sync step calling
+`context.heartbeat`, a heartbeat or Stream frame that is built and never yielded).
 
 Each rule returns hits: (rule id, file, line, message without the seed and fix text, which
 dexcli.graph.lint adds). Nothing here runs user code beyond reading attributes and options.
@@ -43,6 +45,7 @@ _PAGE = re.compile(r"page_?token|next_?page|cursor", re.I)
 _CLOCK = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("time", "time"),
           ("time", "monotonic"), ("time", "perf_counter"), ("loop", "time")}
 _NEW_RUN_CALLS = frozenset({"start_flow", "start_flow_async", "continue_as_new", "signal_with_start"})
+_CONTEXT_NAMES = frozenset({"context", "ctx"})
 
 
 # --------------------------------------------------------------------------- per-step facts
@@ -82,21 +85,31 @@ class StepFacts:
                     loops.append((node, fi))
         return loops
 
+    def is_stream_write(self, call: ast.Call, fi: FuncInfo, ctx: str | None) -> bool:
+        """`stream.write(context, value)`: a Stream (as the step resolves it) or a context first."""
+        if callee_name(call.func) != "write" or len(call.args) < 2:
+            return False
+        first = call.args[0]
+        if isinstance(first, ast.Name) and (first.id == ctx or first.id in _CONTEXT_NAMES):
+            return True
+        target = call.func.value if isinstance(call.func, ast.Attribute) else None
+        return target is not None and type(eval_ref(target, fi, self.instance)).__name__ == "Stream"
+
+    def handler_kind(self) -> str:
+        """async | generator | sync, as the step's execute is written."""
+        fi = self.execute
+        if fi is None or fi.is_async:
+            return "async"
+        gen = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_own(fi.node))
+        return "generator" if gen else "sync"
+
     def heartbeats(self, node: ast.AST, fi: FuncInfo, depth: int = 0) -> bool:
         ctx = self.context_name(fi) if fi is self.execute else None
         for n in walk_own(node):
             if not isinstance(n, ast.Call):
                 continue
-            name = callee_name(n.func)
-            if name == "heartbeat":
+            if callee_name(n.func) == "heartbeat" or self.is_stream_write(n, fi, ctx):
                 return True
-            if name == "write" and len(n.args) >= 2:
-                first = n.args[0]
-                if isinstance(first, ast.Name) and (first.id == ctx or first.id in ("context", "ctx")):
-                    return True
-                target = n.func.value if isinstance(n.func, ast.Attribute) else None
-                if target is not None and type(eval_ref(target, fi, self.instance)).__name__ == "Stream":
-                    return True
             helper = self.self_method(n, fi)
             if (helper is not None and depth < 3 and helper is not fi
                     and self.heartbeats(helper.node, helper, depth + 1)):
@@ -391,7 +404,59 @@ def _rule_page_token(step: StepFacts) -> list[Hit]:
     return out
 
 
+def _rule_sync_context_heartbeat(step: StepFacts) -> list[Hit]:
+    if step.handler_kind() == "async":
+        return []
+    out: list[Hit] = []
+    for fi in step.source.functions:
+        names = _CONTEXT_NAMES | {step.context_name(fi) or "context"}
+        for n in walk_own(fi.node):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "heartbeat"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id in names):
+                out.append(("sync-context-heartbeat", fi.file, n.lineno,
+                            f"{step.step_type}: {unparse(n)} in a sync step: its Context has no heartbeat, so "
+                            "the attempt fails at once with INVALID_USER_FLOW_CODE"))
+    return out
+
+
+def _is_heartbeat_call(call: ast.Call, fi: FuncInfo, instance: Any) -> bool:
+    """`heartbeat(...)` of the SDK (not a Context's method, not a function of the user's)."""
+    if callee_name(call.func) != "heartbeat":
+        return False
+    fn = eval_ref(call.func, fi, instance)  # a context's method is a parameter's: not resolved
+    return getattr(fn, "__module__", "").startswith(("dexcli.", "dex.")) and getattr(fn, "__name__", "") == "heartbeat"
+
+
+_DROPPED = {
+    "generator": "is not yielded, so its frame is dropped: {what}",
+    "sync": "in a sync step (not a generator) builds a frame nobody yields: {what}",
+    "async": "in an async step builds a frame for generator steps and drops it: {what}",
+}
+_SYNC_WRITE = "in a sync step (not a generator) fails the attempt at once: a Stream message must be yielded"
+
+
+def _rule_unyielded_frame(step: StepFacts) -> list[Hit]:
+    kind = step.handler_kind()
+    out: list[Hit] = []
+    for fi in step.source.functions:
+        ctx = step.context_name(fi)
+        for n in walk_own(fi.node):
+            if not isinstance(n, ast.Expr) or not isinstance(n.value, ast.Call):
+                continue  # only a call whose value is thrown away: `yield f(...)`, `x = f(...)` keep it
+            call = n.value
+            if _is_heartbeat_call(call, fi, step.instance):
+                text = _DROPPED[kind].format(what="the heartbeat is never recorded")
+            elif kind != "async" and step.is_stream_write(call, fi, ctx):  # an async step's write writes
+                text = _SYNC_WRITE if kind == "sync" else \
+                    _DROPPED[kind].format(what="the Stream message is never written")
+            else:
+                continue
+            out.append(("unyielded-frame", fi.file, n.lineno, f"{step.step_type}: {unparse(call)} {text}"))
+    return out
+
+
 RULE_FUNCS: tuple[Callable[[StepFacts], list[Hit]], ...] = (
     _rule_timer_self_loop, _rule_retry_as_poll, _rule_loop_without_heartbeat, _rule_call_without_timeout,
     _rule_hand_written_deadline, _rule_heartbeat_window, _rule_lock_held, _rule_page_token,
+    _rule_sync_context_heartbeat, _rule_unyielded_frame,
 )

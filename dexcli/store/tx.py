@@ -211,11 +211,12 @@ class Tx(WaitStatements):
                        (flow_id, seid, attempt, owner, start_time, method))
 
     def end_attempt(self, flow_id: str, seid: str, attempt: int, end_time: float, outcome: AttemptOutcome,
-                    error_type: str | None = None, detail: str | None = None) -> None:
+                    error_type: str | None = None, detail: str | None = None,
+                    stack_trace: str | None = None) -> None:
         self.c.execute(
-            "UPDATE attempts SET end_time = ?, outcome = ?, error_type = ?, detail = ? "
+            "UPDATE attempts SET end_time = ?, outcome = ?, error_type = ?, detail = ?, stack_trace = ? "
             "WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
-            (end_time, outcome.value, error_type, detail, flow_id, seid, attempt))
+            (end_time, outcome.value, error_type, detail, stack_trace, flow_id, seid, attempt))
 
     def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int,
                               at: float) -> None:

@@ -538,7 +538,7 @@ def test_fail_once_exhausted_routes_to_the_execute_failure_step(store: Store, de
     assert events(store)[-1] == ("StepExecuteFailed", {
         "stepExecutionId": "Work-1", "fromStepExecutionId": "Start-1", "stepType": "Work", "attempt": 4,
         "errorType": "builtins.RuntimeError", "detail": "boom", "reason": "attempts exhausted",
-        "recoveryStepExecutionId": "Recover-1"})
+        "recoveryStepExecutionId": "Recover-1", "stackTrace": None})
 
 
 def test_fail_once_exhausted_without_a_route_fails_the_flow(store: Store, defs: Definitions) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from dexcli.cli.loader import load_flow
-from dexcli.graph.lint import RULES, SEED, lint_flow
+from dexcli.graph.lint import FIX, RULES, SEED, lint_flow
 from tests.graph.graph_helpers import BAD, expected_markers, load_bad
 
 RULE_FLOWS = {
@@ -24,8 +24,35 @@ def findings(report):
     return {(f.severity, f.rule, f.line) for f in report.findings}
 
 
-def test_there_are_eight_rules_each_with_a_bad_flow():
-    assert len(RULES) == 8 and set(RULES) == set(RULE_FLOWS)
+CODE_RULE_FLOWS = {
+    "sync-context-heartbeat": "sync_context_heartbeat",
+    "unyielded-frame": "unyielded_frame",
+}
+
+
+def test_there_are_eight_seed_rules_and_the_code_rules_each_with_a_bad_flow():
+    assert len(SEED) == 8 and set(SEED) == set(RULE_FLOWS)
+    assert set(RULES) == set(RULE_FLOWS) | set(CODE_RULE_FLOWS) and set(RULES) == set(FIX)
+
+
+@pytest.mark.parametrize("rule, name", sorted(CODE_RULE_FLOWS.items()))
+def test_each_code_rule_flow_produces_exactly_its_findings_with_the_fix(rule, name):
+    report = lint_flow(load_bad(name))
+    expected = expected_markers(name)
+    assert {r for _, r, _ in expected} == {rule} and len(expected) >= 2
+    assert findings(report) == expected  # and nothing on the lines that yield, await or keep the frame
+    for finding in report.findings:
+        assert finding.file == str(BAD / f"{name}.py")
+        assert finding.message.endswith(f"Fix: {FIX[rule]}.") and "Seed:" not in finding.message
+    assert report.graph.valid and report.exit_code() == 0 and report.exit_code(strict=True) == 1
+
+
+def test_the_sync_heartbeat_finding_names_the_call_and_its_consequence():
+    report = lint_flow(load_bad("sync_context_heartbeat"))
+    first = report.findings[0]
+    assert first.step == "Count"
+    assert first.message.startswith("Count: context.heartbeat(i) in a sync step")
+    assert "INVALID_USER_FLOW_CODE" in first.message and "yield heartbeat(value)" in first.message
 
 
 @pytest.mark.parametrize("name", ["polling", "three-steps"])
@@ -83,3 +110,38 @@ def test_bare_ignore_silences_every_rule(tmp_path):
     path.write_text(src)
     report = lint_flow(load_flow(file=f"{path}:SilencedFlow")[0])
     assert report.findings == [] and report.suppressed == 1
+
+
+PLAIN_SYNC = """
+from dexcli import Context, Flow, PersistenceSchema, Step, StepDecision, StepList, Stream, graceful_complete, heartbeat
+
+LOG = Stream("Log", int, 1 << 20)
+
+
+class Plain(Step[int]):
+    def execute(self, context: Context, n: int) -> StepDecision:
+        heartbeat(n)
+        LOG.write(context, n)
+        return graceful_complete(n)
+
+
+class PlainFlow(Flow[int]):
+    def __init__(self) -> None:
+        self.plain = Plain()
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(self.plain)
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(LOG)
+"""
+
+
+def test_frames_in_a_plain_sync_step_say_what_happens_to_them(tmp_path):
+    path = tmp_path / "plain.py"
+    path.write_text(PLAIN_SYNC)
+    report = lint_flow(load_flow(file=f"{path}:PlainFlow")[0])
+    assert findings(report) == {("warning", "unyielded-frame", 9), ("warning", "unyielded-frame", 10)}
+    dropped, refused = report.findings
+    assert "heartbeat(n) in a sync step (not a generator) builds a frame nobody yields" in dropped.message
+    assert "LOG.write(context, n) in a sync step (not a generator) fails the attempt at once" in refused.message
