@@ -17,6 +17,36 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.client import AsyncClient as AsyncClient
     from dexcli.client import Client as Client
+    from dexcli.sdk.codec import (
+        BOOL as BOOL,
+    )
+    from dexcli.sdk.codec import (
+        BYTES as BYTES,
+    )
+    from dexcli.sdk.codec import (
+        DOUBLE as DOUBLE,
+    )
+    from dexcli.sdk.codec import (
+        INT64 as INT64,
+    )
+    from dexcli.sdk.codec import (
+        STRING as STRING,
+    )
+    from dexcli.sdk.codec import (
+        Codec as Codec,
+    )
+    from dexcli.sdk.codec import (
+        CodecRegistry as CodecRegistry,
+    )
+    from dexcli.sdk.codec import (
+        JsonCodec as JsonCodec,
+    )
+    from dexcli.sdk.codec import (
+        Value as Value,
+    )
+    from dexcli.sdk.codec import (
+        WireKind as WireKind,
+    )
     from dexcli.sdk.context import (
         AsyncContext as AsyncContext,
     )

@@ -57,6 +57,7 @@ SIGNATURES = [
     "AsyncClient.wait_for_flow", "AsyncClient.read_stream", "AsyncClient.close", "AsyncClient.__aenter__",
     "AsyncClient.__aexit__", "Client.stop_flow", "Client.list_stream_messages", "Client.write_stream",
     "Client.describe_flow", "Client.start_flow", "AsyncClient.start_flow",
+    "CodecRegistry", "CodecRegistry.resolve", "JsonCodec", "Value",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -213,6 +214,33 @@ def test_a_type_has_a_codec_in_both_sdks_or_in_neither(hint: Any) -> None:
     assert (mine is None) == (theirs is None), (mine, theirs)
     if theirs is not None:
         assert mine is not None and mine.startswith(theirs), (mine, theirs)
+
+
+CODEC_CALLS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("JsonCodec.encode", lambda api: api.JsonCodec("T", dict).encode({"b": [1.5, "é"], "a": None}).data),
+    ("JsonCodec.decode", lambda api: api.JsonCodec("T", dict).decode(api.Value(api.WireKind.JSON, '{"a":1}'))),
+    ("JsonCodec(expected_type) refuses", lambda api: api.JsonCodec("T", dict, expected_type=dict).encode([1])),
+    ("JsonCodec NaN", lambda api: api.JsonCodec("T", float).encode(float("nan"))),
+    ("STRING.encode", lambda api: api.STRING.encode("a").data),
+    ("BOOL.encode(1)", lambda api: api.BOOL.encode(1)),
+    ("INT64 overflow", lambda api: api.INT64.encode(2**63)),
+    ("DOUBLE inf", lambda api: api.DOUBLE.encode(float("inf"))),
+    ("BYTES.decode(STRING)", lambda api: api.BYTES.decode(api.Value(api.WireKind.STRING, "x"))),
+    ("custom codec wins", lambda api: api.CodecRegistry({int: api.STRING}).resolve(int) is api.STRING),
+]
+
+
+def codec_outcome(sdk: str, call: Callable[[Any], Any]) -> str:
+    try:
+        return f"ok {call(sdk_module(sdk))!r}"
+    except Exception as exc:
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("call", [pytest.param(c, id=n) for n, c in CODEC_CALLS])
+def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[Any], Any]) -> None:
+    official()
+    assert codec_outcome("dexcli", call) == codec_outcome("dex", call)
 
 
 # --- enums -----------------------------------------------------------------------------------
