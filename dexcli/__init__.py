@@ -222,6 +222,8 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.waiting import (
         rpc as rpc,
     )
+    from dexcli.worker import AsyncWorker as AsyncWorker
+    from dexcli.worker import Worker as Worker
 
 __version__ = "0.1.0"
 

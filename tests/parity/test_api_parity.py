@@ -58,6 +58,9 @@ SIGNATURES = [
     "AsyncClient.__aexit__", "Client.stop_flow", "Client.list_stream_messages", "Client.write_stream",
     "Client.describe_flow", "Client.start_flow", "AsyncClient.start_flow",
     "CodecRegistry", "CodecRegistry.resolve", "JsonCodec", "Value",
+    "Worker", "Worker.start", "Worker.stop", "Worker.close", "Worker.__enter__", "Worker.__exit__",
+    "AsyncWorker", "AsyncWorker.start", "AsyncWorker.stop", "AsyncWorker.close", "AsyncWorker.__aenter__",
+    "AsyncWorker.__aexit__",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -66,9 +69,14 @@ EXTRA_PARAMETERS = {
     "Registry": {"checks": "dexcli's static checks (dex run/lint pass them); keyword-only, bootstrap code only"},
     "Client.start_flow": {"flow_ref": "how another dex process loads the flow (name:polling, file:...); keyword-only"},
     "AsyncClient.start_flow": {"flow_ref": "as Client.start_flow"},
+    "Worker": {"db": "the local database the worker runs flows of; keyword-only",
+               "clock": "the engine's clock (tests: virtual time); keyword-only"},
+    "AsyncWorker": {"db": "as Worker", "clock": "as Worker"},
 }
 # Official parameters dexcli gives a default the official SDK does not: (callable, parameter).
-EXTRA_DEFAULTS = {("Registry", "flows"): "Registry() then .add(flow): how dex builds its own registries"}
+EXTRA_DEFAULTS = {("Registry", "flows"): "Registry() then .add(flow): how dex builds its own registries",
+                  ("Worker", "blob_cache"): "there is no server: a blob cache has nothing to cache locally",
+                  ("AsyncWorker", "blob_cache"): "as Worker"}
 
 
 def resolve(api: Any, dotted: str) -> Any:
