@@ -159,6 +159,21 @@ class _NoneCodec:
             raise TypeError("None codec requires JSON null")
 
 
+class _DateTimeCodec:
+    type_name = "datetime"
+    wire_kind = WireKind.STRING
+
+    def encode(self, value: datetime) -> Value:
+        if not isinstance(value, datetime):
+            raise TypeError("datetime codec requires datetime")
+        return Value(WireKind.STRING, value.isoformat())
+
+    def decode(self, value: Value) -> datetime:
+        if value.kind is not WireKind.STRING or not isinstance(value.data, str):
+            raise TypeError("datetime codec requires a string value")
+        return datetime.fromisoformat(value.data)
+
+
 def _builtin(type_hint: object) -> Codec[Any] | None:
     """The official SDK's built-in codec for a type hint, or None. Structured types are carried by
     dex's pydantic JSON (`to_jsonable` / `from_jsonable`)."""
@@ -168,7 +183,9 @@ def _builtin(type_hint: object) -> Codec[Any] | None:
         return primitive
     if type_hint is type(None):
         return _NoneCodec()
-    structured = type_hint is datetime or typing.get_origin(type_hint) in _JSON_ORIGINS or (
+    if type_hint is datetime:
+        return _DateTimeCodec()
+    structured = typing.get_origin(type_hint) in _JSON_ORIGINS or (
         isinstance(type_hint, type) and (dataclasses.is_dataclass(type_hint) or issubclass(type_hint, enum.Enum)))
     if structured:
         return JsonCodec(codec_type_name(type_hint), lambda data: from_jsonable(data, type_hint), to_jsonable,

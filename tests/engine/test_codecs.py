@@ -69,8 +69,11 @@ class Point:
 def test_the_built_in_codecs_are_the_official_ones() -> None:
     codecs = CodecRegistry()
     assert [codecs.resolve(t) for t in (str, bool, int, float, bytes)] == [STRING, BOOL, INT64, DOUBLE, BYTES]
-    for tp in (type(None), datetime, Point, FlowStatus, list[int], dict[str, Point], tuple[int, ...]):
+    for tp in (type(None), Point, FlowStatus, list[int], dict[str, Point], tuple[int, ...]):
         assert codecs.resolve(tp).wire_kind is WireKind.JSON
+    when = datetime(2026, 1, 2, 3, 4)
+    assert codecs.resolve(datetime).encode(when) == Value(WireKind.STRING, "2026-01-02T03:04:00")
+    assert codecs.resolve(datetime).decode(Value(WireKind.STRING, "2026-01-02T03:04:00")) == when
     for tp, name in ((dict, "dict"), (Any, "Any"), (object, "object"), (Money, "Money"), (set[int], "set")):
         with pytest.raises(TypeError, match=f"^no codec for {name}; register one in CodecRegistry$"):
             codecs.resolve(tp)

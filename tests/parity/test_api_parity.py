@@ -224,6 +224,16 @@ def test_a_type_has_a_codec_in_both_sdks_or_in_neither(hint: Any) -> None:
         assert mine is not None and mine.startswith(theirs), (mine, theirs)
 
 
+@pytest.mark.parametrize("hint", [pytest.param(h, id=str(h)) for h in HINTS])
+def test_a_built_in_codec_has_the_official_wire_kind(hint: Any) -> None:
+    dex = official()
+    try:
+        theirs = dex.CodecRegistry().resolve(hint).wire_kind.value
+    except TypeError:
+        return
+    assert dexcli.CodecRegistry().resolve(hint).wire_kind.value == theirs
+
+
 CODEC_CALLS: list[tuple[str, Callable[[Any], Any]]] = [
     ("JsonCodec.encode", lambda api: api.JsonCodec("T", dict).encode({"b": [1.5, "é"], "a": None}).data),
     ("JsonCodec.decode", lambda api: api.JsonCodec("T", dict).decode(api.Value(api.WireKind.JSON, '{"a":1}'))),
