@@ -44,6 +44,36 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.channels import (
         ChannelMessage as ChannelMessage,
     )
+    from dexcli.sdk.codec import (
+        BOOL as BOOL,
+    )
+    from dexcli.sdk.codec import (
+        BYTES as BYTES,
+    )
+    from dexcli.sdk.codec import (
+        DOUBLE as DOUBLE,
+    )
+    from dexcli.sdk.codec import (
+        INT64 as INT64,
+    )
+    from dexcli.sdk.codec import (
+        STRING as STRING,
+    )
+    from dexcli.sdk.codec import (
+        Codec as Codec,
+    )
+    from dexcli.sdk.codec import (
+        CodecRegistry as CodecRegistry,
+    )
+    from dexcli.sdk.codec import (
+        JsonCodec as JsonCodec,
+    )
+    from dexcli.sdk.codec import (
+        Value as Value,
+    )
+    from dexcli.sdk.codec import (
+        WireKind as WireKind,
+    )
     from dexcli.sdk.conditions import (
         ConditionCombination as ConditionCombination,
     )
@@ -207,6 +237,8 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.stream import (
         StreamMessagesPage as StreamMessagesPage,
     )
+    from dexcli.worker import AsyncWorker as AsyncWorker
+    from dexcli.worker import Worker as Worker
 
 __version__ = "0.1.0"
 

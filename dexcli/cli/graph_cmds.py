@@ -78,15 +78,15 @@ def graph_command(flow: str | None, file: str | None, fmt: str) -> tuple[str, bo
     return render(graph, fmt), graph.valid
 
 
-def lint_reports(flow: str | None, file: str | None) -> list[LintReport]:
+def lint_reports(flow: str | None, file: str | None, portable: bool = False) -> list[LintReport]:
     """Lint one flow, or every known flow when neither a name nor --file is given."""
     from dexcli.graph.lint import lint_flow
 
     if flow or file:
-        return [lint_flow(_load(flow, file))]
+        return [lint_flow(_load(flow, file), portable)]
     from dexcli.cli.loader import known_flows, plugin_flow
 
-    return [lint_flow(plugin_flow(plugin)) for plugin in known_flows().values()]
+    return [lint_flow(plugin_flow(plugin), portable) for plugin in known_flows().values()]
 
 
 def lint_exit_code(reports: list[LintReport], strict: bool) -> int:
@@ -156,13 +156,17 @@ def register(app: typer.Typer) -> None:
         file: str | None = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
         strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+        portable: bool = typer.Option(
+            False, "--portable",
+            help="Also report what would not carry over to a Dex server (portability/* warnings): dexcli-only "
+                 "names, modules and parameters, and async handlers the official Registry refuses by default."),
     ) -> None:
         """Check a flow for definition errors, polling anti-patterns and lost heartbeats, each with file:line.
 
         Exits 1 on errors (and on warnings with --strict). Silence a rule on one line with
         `# dex: ignore[rule-id]`.
         """
-        reports = lint_reports(flow, file)
+        reports = lint_reports(flow, file, portable)
         if as_json:
             typer.echo(lint_json(reports, strict), nl=False)
         else:

@@ -113,7 +113,7 @@ def _problem_finding(flow_type: str, p: Problem) -> Finding:
     return Finding(p.rule, p.severity, p.file, p.line, p.message, flow_type, p.step)
 
 
-def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport:
+def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None, portable: bool = False) -> LintReport:
     from dexcli.sdk.flow import Step
 
     graph = graph or build_graph(flow)
@@ -137,6 +137,11 @@ def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport
                     findings.append(Finding(rid, "warning", file, line, msg, graph.flow_type, st))
         except Exception:  # never let an analysis bug hide the other findings
             continue
+    if portable:  # dexcli.graph.portability: what would not carry over to a Dex server
+        from dexcli.graph.portability import portability_hits
+
+        findings.extend(Finding(rid, "warning", file, line, msg, graph.flow_type, st)
+                        for rid, file, line, msg, st in portability_hits(flow, steps))
     kept: list[Finding] = []
     suppressed = 0
     seen: set[tuple[str, str | None, int | None, str]] = set()
@@ -153,9 +158,10 @@ def lint_graph_and_flow(flow: Any, graph: FlowGraph | None = None) -> LintReport
     return LintReport(graph.flow_type, graph, kept, suppressed)
 
 
-def lint_flow(flow: Any) -> LintReport:
-    """Every finding for one flow instance: definition errors, warnings and the rules."""
-    return lint_graph_and_flow(flow)
+def lint_flow(flow: Any, portable: bool = False) -> LintReport:
+    """Every finding for one flow instance: definition errors, warnings and the 8 rules (and,
+    `portable`, the portability/* rules)."""
+    return lint_graph_and_flow(flow, portable=portable)
 
 
 def format_finding(f: Finding) -> str:

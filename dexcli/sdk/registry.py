@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.sdk.channels import Channel, ChannelMap
-from dexcli.sdk.codec import codec_problem
+from dexcli.sdk.codec import CodecRegistry, codec_problem, use_codecs
 from dexcli.sdk.conditions import Wait
 from dexcli.sdk.decisions import StepDecision
-from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
+from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
 from dexcli.sdk.handlers import MISSING, check_handler
 from dexcli.sdk.options import StepOptions, check_heartbeat_timeout
@@ -78,7 +78,7 @@ dexcli.graph.checks.static_problems is the one dex passes."""
 
 
 def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
-                  allow_async_handlers: bool = True) -> StepSpec | None:
+                  allow_async_handlers: bool = True, codecs: CodecRegistry | None = None) -> StepSpec | None:
     """The official SDK's rules for one step (dexcli.sdk.handlers), and its input's codec."""
     cls = type(step)
     step_type = _user_call(f"flow {flow_type}, step {cls.__name__}", "get_step_type()", step.get_step_type, str)
@@ -104,7 +104,7 @@ def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
                             f"({_tname(found.input_type)} and {_tname(waits.input_type)})")
     if found.input_type is MISSING:
         return None
-    codec = codec_problem(found.input_type)
+    codec = codec_problem(found.input_type, codecs)
     if codec is not None:
         problems.append(f"{where}: {codec}")
     input_type = None if found.input_type is type(None) else found.input_type
@@ -162,8 +162,8 @@ def _user_call(where: str, what: str, fn: Any, expected: type | None = None) -> 
     return value
 
 
-def _collect_steps(flow_type: str, step_list: StepList[Any], problems: list[str],
-                   allow_async_handlers: bool) -> tuple[dict[str, StepSpec], StepSpec | None]:
+def _collect_steps(flow_type: str, step_list: StepList[Any], problems: list[str], allow_async_handlers: bool,
+                   codecs: CodecRegistry | None = None) -> tuple[dict[str, StepSpec], StepSpec | None]:
     """The flow's steps by step type, and the start step's spec."""
     steps: dict[str, StepSpec] = {}
     classes: dict[type, str] = {}
@@ -174,7 +174,7 @@ def _collect_steps(flow_type: str, step_list: StepList[Any], problems: list[str]
         if not isinstance(step, Step):
             problems.append(f"flow {flow_type}: {step!r} is not a Step instance")
             continue
-        spec = _inspect_step(flow_type, step, problems, allow_async_handlers)
+        spec = _inspect_step(flow_type, step, problems, allow_async_handlers, codecs)
         if spec is None:
             continue
         if spec.step_type in steps:
@@ -215,13 +215,14 @@ def _check_timeout_handler(flow_type: str, flow: Flow[Any], problems: list[str],
 
 
 def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
-                     allow_async_handlers: bool = True) -> FlowDefinition:
+                     allow_async_handlers: bool = True, codecs: CodecRegistry | None = None) -> FlowDefinition:
     """Validate one flow; raise FlowDefinitionError listing every problem found.
 
     `checks` run last, only when every other check passed: their errors fail the
     definition, their warnings are kept on it. Without `checks` none run.
     `allow_async_handlers` defaults to what dex runs (async handlers, as an AsyncWorker);
-    `Registry` defaults to the official SDK's False.
+    `Registry` defaults to the official SDK's False. `codecs`: the codecs step inputs may use
+    (the official SDK's built-ins without it).
     """
     if isinstance(flow, type):
         raise FlowDefinitionError(f"{flow.__name__}: register an instance of the flow, not the class")
@@ -232,7 +233,7 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
     if not flow_type.strip() or any(c in flow_type for c in "/$:"):
         problems.append(f"flow type {flow_type!r} must be non-empty and contain no '/', '$' or ':'")
     step_list = _user_call(f"flow {flow_type}", "get_steps()", flow.get_steps, StepList)
-    steps, start_spec = _collect_steps(flow_type, step_list, problems, allow_async_handlers)
+    steps, start_spec = _collect_steps(flow_type, step_list, problems, allow_async_handlers, codecs)
     _check_timeout_handler(flow_type, flow, problems, allow_async_handlers)
     schema = _user_call(f"flow {flow_type}", "get_persistence_schema()", flow.get_persistence_schema,
                         PersistenceSchema)
@@ -261,17 +262,16 @@ class Registry:
     `allow_async_handlers` defaults to False, as the official SDK's: `async def` handlers are
     refused unless it is True (as for an AsyncWorker; `dex run` and DexTestEnv pass True).
     `checks`: extra checks each flow must pass (dex passes dexcli.graph.checks.static_problems);
-    none run without it. `codec_registry` is Dex's hook for custom value codecs, which dex does
-    not support yet: anything but None is refused.
+    none run without it. `codec_registry`: the codecs of the flows' types, as the official SDK's
+    (CodecRegistry() without it); its custom codecs are used for values of their types.
     """
 
-    def __init__(self, flows: Iterable[Flow[Any]] | None = None, codec_registry: object = None, *,
+    def __init__(self, flows: Iterable[Flow[Any]] | None = None, codec_registry: CodecRegistry | None = None, *,
                  checks: StaticChecks | None = None, allow_async_handlers: bool = False) -> None:
-        if codec_registry is not None:
-            raise NotSupportedYetError(
-                "Registry(codec_registry=...): dex does not support custom codecs yet; values are "
-                "encoded as JSON through pydantic. Pass codec_registry=None."
-            )
+        if codec_registry is not None and not isinstance(codec_registry, CodecRegistry):
+            raise TypeError(f"Registry(codec_registry=...) takes a CodecRegistry, not {type(codec_registry).__name__}")
+        self.codec_registry = codec_registry or CodecRegistry()
+        use_codecs(self.codec_registry)
         self.checks = checks
         self.allow_async_handlers = allow_async_handlers
         self._defs: dict[str, FlowDefinition] = {}
@@ -279,7 +279,8 @@ class Registry:
             self.add(f)
 
     def add(self, flow: Flow[Any]) -> FlowDefinition:
-        definition = build_definition(flow, checks=self.checks, allow_async_handlers=self.allow_async_handlers)
+        definition = build_definition(flow, checks=self.checks, allow_async_handlers=self.allow_async_handlers,
+                                      codecs=self.codec_registry)
         existing = self._defs.get(definition.flow_type)
         if existing is not None and existing.flow is not flow:
             raise FlowDefinitionError(f"flow type {definition.flow_type} is registered twice")

@@ -22,6 +22,8 @@ EXPECTED_ALL = [
     "StreamMessagesPage", "SubFlow", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
     "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty", "force_fail",
     "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after", "rpc",
+    "BOOL", "BYTES", "DOUBLE", "INT64", "STRING", "Codec", "CodecRegistry", "JsonCodec", "Value", "WireKind",
+    "AsyncWorker", "Worker",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
 # dex-python-sdk): go_to_multi, RecoveryError, FlowNotActiveError, FlowCodeError and

@@ -181,16 +181,6 @@ def test_allow_async_handlers_false_applies_to_flows_added_later():
     registry.add(Steps(StepList.start_step(Ok())))
 
 
-def test_a_custom_codec_registry_is_refused():
-    from dexcli.sdk.errors import NotSupportedYetError
-
-    with pytest.raises(NotSupportedYetError, match="custom codecs"):
-        Registry([], codec_registry=object())
-    with pytest.raises(NotSupportedYetError, match="custom codecs"):
-        Registry(None, {})  # positional, as Dex's Registry(flows, codec_registry)
-    Registry(codec_registry=None)
-
-
 def test_on_execute_failure_proceed_to_returns_a_copy():
     base = StepOptions()
     routed = base.on_execute_failure_proceed_to(OkStr)

@@ -107,10 +107,13 @@ class Verdict:
 
 
 def register(module: types.ModuleType, sdk: str, **registry_kwargs: Any) -> Verdict:
-    """Register the module's flow with `sdk`'s Registry; a FlowDefinitionError is a rejection,
+    """Register the module's flow with `sdk`'s Registry (with the module's `CODECS`, when it
+    defines them, as codec_registry); a FlowDefinitionError is a rejection,
     anything else it raises is a bug of the test or of that SDK and propagates."""
     flow = flow_of(module, sdk)
     api = sdk_module(sdk)
+    if hasattr(module, "CODECS"):  # the module's CodecRegistry, built from its own SDK's names
+        registry_kwargs = {**registry_kwargs, "codec_registry": module.CODECS}
     try:
         registry = api.Registry([flow], **registry_kwargs)
     except api.FlowDefinitionError as exc:

@@ -57,6 +57,10 @@ SIGNATURES = [
     "AsyncClient.wait_for_flow", "AsyncClient.read_stream", "AsyncClient.close", "AsyncClient.__aenter__",
     "AsyncClient.__aexit__", "Client.stop_flow", "Client.list_stream_messages", "Client.write_stream",
     "Client.describe_flow", "Client.start_flow", "AsyncClient.start_flow",
+    "CodecRegistry", "CodecRegistry.resolve", "JsonCodec", "Value",
+    "Worker", "Worker.start", "Worker.stop", "Worker.close", "Worker.__enter__", "Worker.__exit__",
+    "AsyncWorker", "AsyncWorker.start", "AsyncWorker.stop", "AsyncWorker.close", "AsyncWorker.__aenter__",
+    "AsyncWorker.__aexit__",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -65,9 +69,14 @@ EXTRA_PARAMETERS = {
     "Registry": {"checks": "dexcli's static checks (dex run/lint pass them); keyword-only, bootstrap code only"},
     "Client.start_flow": {"flow_ref": "how another dex process loads the flow (name:polling, file:...); keyword-only"},
     "AsyncClient.start_flow": {"flow_ref": "as Client.start_flow"},
+    "Worker": {"db": "the local database the worker runs flows of; keyword-only",
+               "clock": "the engine's clock (tests: virtual time); keyword-only"},
+    "AsyncWorker": {"db": "as Worker", "clock": "as Worker"},
 }
 # Official parameters dexcli gives a default the official SDK does not: (callable, parameter).
-EXTRA_DEFAULTS = {("Registry", "flows"): "Registry() then .add(flow): how dex builds its own registries"}
+EXTRA_DEFAULTS = {("Registry", "flows"): "Registry() then .add(flow): how dex builds its own registries",
+                  ("Worker", "blob_cache"): "there is no server: a blob cache has nothing to cache locally",
+                  ("AsyncWorker", "blob_cache"): "as Worker"}
 
 
 def resolve(api: Any, dotted: str) -> Any:
@@ -213,6 +222,43 @@ def test_a_type_has_a_codec_in_both_sdks_or_in_neither(hint: Any) -> None:
     assert (mine is None) == (theirs is None), (mine, theirs)
     if theirs is not None:
         assert mine is not None and mine.startswith(theirs), (mine, theirs)
+
+
+@pytest.mark.parametrize("hint", [pytest.param(h, id=str(h)) for h in HINTS])
+def test_a_built_in_codec_has_the_official_wire_kind(hint: Any) -> None:
+    dex = official()
+    try:
+        theirs = dex.CodecRegistry().resolve(hint).wire_kind.value
+    except TypeError:
+        return
+    assert dexcli.CodecRegistry().resolve(hint).wire_kind.value == theirs
+
+
+CODEC_CALLS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("JsonCodec.encode", lambda api: api.JsonCodec("T", dict).encode({"b": [1.5, "é"], "a": None}).data),
+    ("JsonCodec.decode", lambda api: api.JsonCodec("T", dict).decode(api.Value(api.WireKind.JSON, '{"a":1}'))),
+    ("JsonCodec(expected_type) refuses", lambda api: api.JsonCodec("T", dict, expected_type=dict).encode([1])),
+    ("JsonCodec NaN", lambda api: api.JsonCodec("T", float).encode(float("nan"))),
+    ("STRING.encode", lambda api: api.STRING.encode("a").data),
+    ("BOOL.encode(1)", lambda api: api.BOOL.encode(1)),
+    ("INT64 overflow", lambda api: api.INT64.encode(2**63)),
+    ("DOUBLE inf", lambda api: api.DOUBLE.encode(float("inf"))),
+    ("BYTES.decode(STRING)", lambda api: api.BYTES.decode(api.Value(api.WireKind.STRING, "x"))),
+    ("custom codec wins", lambda api: api.CodecRegistry({int: api.STRING}).resolve(int) is api.STRING),
+]
+
+
+def codec_outcome(sdk: str, call: Callable[[Any], Any]) -> str:
+    try:
+        return f"ok {call(sdk_module(sdk))!r}"
+    except Exception as exc:
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("call", [pytest.param(c, id=n) for n, c in CODEC_CALLS])
+def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[Any], Any]) -> None:
+    official()
+    assert codec_outcome("dexcli", call) == codec_outcome("dex", call)
 
 
 # --- enums -----------------------------------------------------------------------------------

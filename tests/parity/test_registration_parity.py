@@ -56,6 +56,7 @@ CASES = [
     Case("primitives", "accept"),
     Case("async_allowed", "accept", registry=ASYNC),
     Case("go_to_instance", "accept"),
+    Case("codec_custom_types", "accept"),
     # one per rejection rule
     Case("reject_no_return_annotation", "reject", "execute must return StepDecision"),
     Case("reject_wrong_return_annotation", "reject", "execute must return StepDecision"),
@@ -69,6 +70,7 @@ CASES = [
     Case("reject_input_union_none", "reject", "no codec for str | None"),
     Case("reject_input_object", "reject", "no codec for object"),
     Case("reject_input_plain_class", "reject", "no codec for Point"),
+    Case("reject_codec_missing_one", "reject", "no codec for object"),
     Case("reject_async_by_default", "reject", "execute must be synchronous"),
     Case("reject_async_generator", "reject", "execute must not be an async generator", registry=ASYNC),
     Case("reject_sync_with_async_context", "reject", "execute context must be Context"),
