@@ -1,6 +1,12 @@
-"""Attributes: typed values a flow owns. dex defines them (flows that declare them register,
-graph and lint) but does not run them yet: using one inside a handler fails the flow at once
-with a clear "not yet" error instead of being ignored."""
+"""Attributes: typed durable values a flow owns. Names and semantics as Dex's SDK.
+
+Reads see a snapshot taken when the handler started (plus its own staged writes); `set` and
+`delete` are staged and commit atomically with the handler's result (discarded if it fails).
+An unset attribute reads as its type's zero value (False, 0, 0.0) or None. AttributeMap
+instances are read only when the step or RPC loads them (`load_attribute_maps`,
+`load_attribute_map_instances`), as on a Dex server. Locks (`attr.lock()`) serialize steps and
+RPCs that read-modify-write the same value. The context implements the private hooks.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from dexcli.sdk.errors import NotSupportedYetError
+from dexcli.sdk.channels import physical_name
+from dexcli.sdk.conditions import check_definition_name, check_instance
 
 T = TypeVar("T")
-
-
-def _not_yet(what: str) -> NotSupportedYetError:
-    return NotSupportedYetError(f"{what} is defined but dex does not run Attributes yet")
 
 
 class IndexType(enum.Enum):
@@ -29,14 +32,38 @@ class IndexType(enum.Enum):
 
 @dataclass(frozen=True)
 class AttributeIndex:
+    """How an attribute is indexed for `search_flows`: its type and key (default: its name)."""
+
     type: IndexType
     index_key: str = ""
 
 
 @dataclass(frozen=True)
 class AttributeLock:
+    """A lock on an Attribute (or one AttributeMap instance) for a step method or an RPC."""
+
     attribute: Any
     instance: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.instance is not None:
+            check_instance(self.instance)
+
+    @property
+    def physical_name(self) -> str:
+        return physical_name(self.attribute.name, self.instance)
+
+
+@dataclass(frozen=True)
+class AttributeMapLoad:
+    """One AttributeMap instance a step or RPC loads into its snapshot."""
+
+    attribute_map: AttributeMap[Any]
+    instance: str
+
+    @property
+    def physical_name(self) -> str:
+        return physical_name(self.attribute_map.name, self.instance)
 
 
 @dataclass(frozen=True)
@@ -47,14 +74,21 @@ class Attribute(Generic[T]):
     sync_to_attribute_store: bool = False
     hard_delete_on_null: bool = False
 
+    def __post_init__(self) -> None:
+        check_definition_name(self.name)
+        if self.hard_delete_on_null and (self.index is not None or self.sync_to_attribute_store):
+            raise ValueError(f"hard-delete Attribute {self.name} cannot use an index or sync_to_attribute_store")
+
     def get(self, context: Any) -> T:
-        raise _not_yet(f"Attribute {self.name!r}.get")
+        """The value in this handler's snapshot (with its own staged writes), or the zero value."""
+        return context._get_attribute(self, None)  # type: ignore[no-any-return]
 
     def set(self, context: Any, value: T) -> None:
-        raise _not_yet(f"Attribute {self.name!r}.set")
+        """Stage a value; it commits with the handler's result. Setting None deletes."""
+        context._set_attribute(self, None, value)
 
     def delete(self, context: Any) -> None:
-        raise _not_yet(f"Attribute {self.name!r}.delete")
+        context._delete_attribute(self, None)
 
     def lock(self) -> AttributeLock:
         return AttributeLock(self)
@@ -65,8 +99,32 @@ class AttributeMap(Generic[T]):
     name: str
     value_type: Any
     index: AttributeIndex | None = None
+    sync_to_attribute_store: bool = False
+    hard_delete_on_null: bool = False
+
+    def __post_init__(self) -> None:
+        check_definition_name(self.name)
+        if self.index is not None and not self.index.index_key:
+            raise ValueError(f"AttributeMap {self.name} index needs an explicit index_key")
+
+    def load(self, instance: str) -> AttributeMapLoad:
+        return AttributeMapLoad(self, check_instance(instance))
+
+    def get(self, context: Any, instance: str) -> T:
+        return context._get_attribute(self, check_instance(instance))  # type: ignore[no-any-return]
+
+    def set(self, context: Any, instance: str, value: T) -> None:
+        context._set_attribute(self, check_instance(instance), value)
+
+    def delete(self, context: Any, instance: str) -> None:
+        context._delete_attribute(self, check_instance(instance))
+
+    def get_map_size(self, context: Any) -> int:
+        return len(self.get_all_instance_keys(context))
+
+    def get_all_instance_keys(self, context: Any) -> tuple[str, ...]:
+        """The instances that exist (with this handler's staged writes), ascending."""
+        return tuple(context._attribute_map_keys(self))
 
     def lock(self, instance: str) -> AttributeLock:
-        if not instance:
-            raise ValueError(f"AttributeMap {self.name!r}.lock needs an instance")
-        return AttributeLock(self, instance)
+        return AttributeLock(self, check_instance(instance))

@@ -105,3 +105,9 @@ class ChannelMessagesNotLoadedError(DexError):
     """An RPC read pending messages of a channel it did not load (`@rpc(load_channels=...)`)."""
 
     exit_code = 1
+
+
+class AttributeMapNotLoadedError(DexError):
+    """A handler read an AttributeMap instance it did not load (`load_attribute_maps`, ...)."""
+
+    exit_code = 1

@@ -49,6 +49,7 @@ class FlowDefinition:
     warnings: list[str] = field(default_factory=list)
     channels: dict[str, Any] = field(default_factory=dict)  # name -> Channel | ChannelMap
     rpcs: dict[str, RpcSpec] = field(default_factory=dict)  # RPC name -> spec
+    attributes: dict[str, Any] = field(default_factory=dict)  # name -> Attribute | AttributeMap
 
     def failure_step(self, opts: StepOptions, where: str) -> tuple[StepSpec | None, str | None]:
         """The registered step `opts` routes execute failures to, or why there is none."""
@@ -239,10 +240,12 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
                         PersistenceSchema)
     streams = _collect_streams(flow_type, schema, problems)
     channels = {c.name: c for c in schema.all() if isinstance(c, (Channel, ChannelMap))}
+    attributes = {a.name: a for a in schema.attributes}
     rpc_problems: list[str] = []
     rpcs = collect_rpcs(flow, rpc_problems, allow_async=allow_async_handlers)
     problems.extend(f"flow {flow_type}: {p}" for p in rpc_problems)
-    definition = FlowDefinition(flow, flow_type, start_spec, steps, streams, channels=channels, rpcs=rpcs)
+    definition = FlowDefinition(flow, flow_type, start_spec, steps, streams, channels=channels, rpcs=rpcs,
+                                attributes=attributes)
     for spec in steps.values():
         _check_options(flow_type, spec, definition, problems)
     if checks is not None and not problems:

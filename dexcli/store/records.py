@@ -110,6 +110,7 @@ class StepRecord:
     condition_results: str | None = None  # what the completed wait selected and consumed (JSON)
     wait_for_failed: bool = False
     locals: str | None = None  # step-execution locals (JSON object)
+    lock_wait: str | None = None  # the attribute lock key a queued step waits for
 
     @property
     def method_attempt(self) -> int:

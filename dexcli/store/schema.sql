@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS steps (
     condition_results TEXT,              -- what the completed wait selected and consumed (JSON)
     wait_for_failed   INTEGER NOT NULL DEFAULT 0,
     locals            TEXT,              -- step-execution locals (JSON object)
+    lock_wait         TEXT,              -- the attribute lock key a queued step waits for
     PRIMARY KEY (flow_id, step_execution_id)
 );
 CREATE INDEX IF NOT EXISTS steps_open ON steps(status, next_attempt_at)
@@ -121,6 +122,41 @@ CREATE TABLE IF NOT EXISTS channel_messages (
     source       TEXT NOT NULL                      -- #<stepExecutionId> or rpc:<name>
 );
 CREATE INDEX IF NOT EXISTS channel_by_flow ON channel_messages(flow_id, channel, seq);
+
+-- Attributes: a flow's durable typed values, by physical key (name, or name/<urlencoded instance>).
+CREATE TABLE IF NOT EXISTS attributes (
+    flow_id   TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    instance  TEXT,                       -- AttributeMap instance, NULL for a plain Attribute
+    value     TEXT NOT NULL,              -- JSON
+    updated   REAL NOT NULL,
+    PRIMARY KEY (flow_id, key)
+);
+
+-- The search index of indexed attributes: one row per value (a keyword array has several).
+CREATE TABLE IF NOT EXISTS search_attributes (
+    flow_id   TEXT NOT NULL,
+    key       TEXT NOT NULL,              -- the index key (AttributeIndex.index_key or the name)
+    attr_key  TEXT NOT NULL,              -- the attribute's physical key it came from
+    type      TEXT NOT NULL,              -- keyword full_text keyword_array int double bool datetime
+    text      TEXT,                       -- keyword / full_text / keyword_array values
+    num       REAL                        -- int / double / bool (0, 1) / datetime (epoch seconds)
+);
+CREATE INDEX IF NOT EXISTS search_by_text ON search_attributes(key, text, flow_id) WHERE text IS NOT NULL;
+CREATE INDEX IF NOT EXISTS search_by_num  ON search_attributes(key, num, flow_id) WHERE num IS NOT NULL;
+CREATE INDEX IF NOT EXISTS search_by_flow ON search_attributes(flow_id, attr_key);
+
+-- Attribute locks: held by a step execution while its attempt runs, or by an RPC until it
+-- commits (or `expires`, if its process died).
+CREATE TABLE IF NOT EXISTS attribute_locks (
+    flow_id   TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    holder    TEXT NOT NULL,              -- a step execution id, or rpc:<name>:<id>
+    acquired  REAL NOT NULL,
+    expires   REAL,                       -- RPC locks only
+    PRIMARY KEY (flow_id, key)
+);
 
 -- Small state an example owns (the polling example's simulated jobs).
 CREATE TABLE IF NOT EXISTS kv (
