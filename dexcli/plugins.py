@@ -104,6 +104,10 @@ class CommandContext(Protocol):
     def running_flow_ids(self, flow_type: str) -> list[str]:
         """The ids of the RUNNING flows of this type, newest first."""
 
+    def flow_status(self, flow_id: str) -> str | None:
+        """The flow's status (RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED), or None when
+        there is no flow with this id."""
+
 
 @dataclass(frozen=True)
 class Command:

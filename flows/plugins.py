@@ -8,7 +8,17 @@ named as "module:attr" and load when they run.
 
 from __future__ import annotations
 
-from dexcli.plugins import Argument, Command, CommandContext, FlowPlugin, NotFoundError, Option, RunContext, UsageError
+from dexcli.plugins import (
+    Argument,
+    Command,
+    CommandContext,
+    ConflictError,
+    FlowPlugin,
+    NotFoundError,
+    Option,
+    RunContext,
+    UsageError,
+)
 from flows.job_service import FakeJobService
 
 
@@ -19,7 +29,8 @@ def configure_job(run: RunContext) -> None:
 
 
 def complete_job(ctx: CommandContext, flow_id: str | None) -> None:
-    """`dex complete-job [FLOW_ID]`: finish the job early (default: the one running polling flow)."""
+    """`dex complete-job [FLOW_ID]`: finish the job early (default: the one running polling flow).
+    Unknown flow: exit 3; a flow that has ended: exit 4 (`flow already COMPLETED`)."""
     if flow_id is None:
         running = ctx.running_flow_ids("PollingFlow")
         if not running:
@@ -27,6 +38,11 @@ def complete_job(ctx: CommandContext, flow_id: str | None) -> None:
         if len(running) > 1:
             raise UsageError(f"{len(running)} polling flows are running ({', '.join(running[:5])}); name one")
         flow_id = running[0]
+    status = ctx.flow_status(flow_id)
+    if status is None:
+        raise NotFoundError(f"no flow with id {flow_id!r}")
+    if status != "RUNNING":
+        raise ConflictError(f"flow already {status}: {flow_id} has ended, so its job cannot be completed")
     jobs = FakeJobService(ctx.host)
     try:
         jobs.complete_job(flow_id)

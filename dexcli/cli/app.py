@@ -33,6 +33,10 @@ EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or T
                    "3 not found · 4 conflict · 130 interrupted · 137 injected crash · 141 output closed · "
                    "143 terminated (SIGTERM).")
 
+ENVIRONMENT_HELP = ("Environment: DEX_DB database path · DEX_SYNCHRONOUS NORMAL or FULL · DEX_BUSY_TIMEOUT "
+                    "seconds a write waits for another process's write lock (default 30; dex.toml: "
+                    "busy_timeout) · NO_COLOR.")
+
 
 def _click_exceptions() -> Any:
     try:  # typer >= 0.2x vendors click as typer._click
@@ -146,7 +150,7 @@ app = typer.Typer(
     name="dex",
     cls=DexGroup,
     help="Run and inspect Dex flows on one machine: durable steps, retries, heartbeats and "
-         "checkpoints in SQLite, with a live terminal view.\n\n" + EXIT_CODES_HELP,
+         "checkpoints in SQLite, with a live terminal view.\n\n" + EXIT_CODES_HELP + "\n\n" + ENVIRONMENT_HELP,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -197,13 +201,13 @@ def db_path() -> Path:
 
 
 def open_store(must_exist: bool = False) -> Store:
-    from dexcli.cli.config import synchronous_setting
+    from dexcli.cli.config import busy_timeout_setting, synchronous_setting
     from dexcli.store import Store
 
     path = db_path()
     if must_exist and not path.exists():
         raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
-    return Store(path, synchronous=synchronous_setting())
+    return Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
 
 
 def store_now(store: Store) -> float:

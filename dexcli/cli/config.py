@@ -32,20 +32,50 @@ def read_config(path: Path) -> dict[str, object]:
 def resolve_db(cli_db: str | None) -> tuple[Path, str]:
     """--db, else DEX_DB, else dex.toml's `db` (relative to the file), else ~/.dex/dex.db.
 
-    Returns the path and where it came from.
+    Returns the path and where it came from. An empty path from any of them is a usage error,
+    not the next source: `--db "$UNSET"` must not quietly use another database.
     """
-    if cli_db:
-        return Path(cli_db).expanduser(), "--db"
+    if cli_db is not None:
+        return Path(_non_empty(cli_db, "--db")).expanduser(), "--db"
     env = os.environ.get("DEX_DB")
-    if env:
-        return Path(env).expanduser(), "DEX_DB"
+    if env is not None:
+        return Path(_non_empty(env, "DEX_DB")).expanduser(), "DEX_DB"
     cfg = find_config()
     if cfg is not None:
         db = read_config(cfg).get("db")
-        if isinstance(db, str) and db:
-            p = Path(db).expanduser()
+        if db is not None:
+            if not isinstance(db, str):
+                raise UsageError(f"{cfg}: db must be a path in quotes, got {db!r}")
+            p = Path(_non_empty(db, f"{cfg}: db")).expanduser()
             return (p if p.is_absolute() else cfg.parent / p), str(cfg)
     return DEFAULT_DB.expanduser(), "default"
+
+
+def _non_empty(path: str, source: str) -> str:
+    if not path.strip():
+        raise UsageError(f"{source} is empty; give a database path (or leave it unset for the default, "
+                         f"{DEFAULT_DB})")
+    return path
+
+
+def busy_timeout_setting() -> float:
+    """DEX_BUSY_TIMEOUT, else dex.toml's `busy_timeout`, else 30: the seconds a write waits
+    for another process's write lock before dex gives up (exit 2)."""
+    from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT
+
+    cfg = find_config()
+    raw: object = DEFAULT_BUSY_TIMEOUT
+    if cfg is not None:
+        raw = read_config(cfg).get("busy_timeout", raw)
+    raw = os.environ.get("DEX_BUSY_TIMEOUT", raw)
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f"busy timeout must be a number of seconds (DEX_BUSY_TIMEOUT or dex.toml busy_timeout), "
+                         f"got {raw!r}")
+    return value
 
 
 def synchronous_setting() -> str:

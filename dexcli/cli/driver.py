@@ -48,6 +48,7 @@ from dexcli.graph.checks import static_problems
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.store import Store, StoreError
+from dexcli.store.errors import DatabaseConditionError, DatabaseReplacedError
 
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and only on a change
@@ -203,6 +204,8 @@ class View:
 def _release(engine: Engine) -> int:
     """Release what an interrupted drive was running (0 when that cannot be recorded: the
     attempts are then declared lost at their heartbeat deadlines, as after a crash)."""
+    if engine.store.failure is not None:  # the database refuses writes: do not wait on it again
+        return 0
     try:
         return engine.release_interrupted()
     except Exception:
@@ -286,12 +289,21 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
         await runner.drive_async([flow_id], until=lambda: bool(errors) or stop() or closed())
 
     view.start()
-    why, released = _drive(engine, stop, drive)
+    try:
+        why, released = _drive(engine, stop, drive)
+    except DatabaseConditionError as exc:  # one of the engine's own writes failed (a lease, the clock)
+        why, released = None, 0
+        errors.append(str(exc))
     if why is not None:
         return _stopped_early(engine, view, err, flow_id, why, released)
     if errors:
         view.stop(final=False)
         view.close()
+        failure = engine.store.failure
+        if isinstance(failure, DatabaseReplacedError):
+            raise failure
+        if failure is not None:  # the database itself failed: say so in its words
+            raise StoreError(f"{failure} — flow {flow_id} is still RUNNING: `dex resume {flow_id}` once that is fixed")
         raise StoreError(f"flow {flow_id}: an attempt's outcome could not be recorded ({errors[0]}); the flow "
                          f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
     snap = view.stop()
@@ -343,7 +355,15 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
         if ev.type == "engineError" and ev.flow_id == flow_id:
             errors.append(ev.data["error"])
 
+    def on_store_failure(exc: DatabaseConditionError) -> None:
+        """A write the database refused (disk full, locked, file replaced), even one nobody
+        awaits (a heartbeat, a Stream message): the drive ends rather than run on losing writes."""
+        errors.append(str(exc))
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the drive has ended anyway
+            engine.wake()
+
     engine.listeners.append(on_engine_error)
+    engine.store.notify_failures(on_store_failure)
     return errors
 
 

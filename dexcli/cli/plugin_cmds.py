@@ -162,6 +162,10 @@ class CliCommandContext:
 
         return [r.flow_id for r in self._open().list_flows(FlowState.RUNNING, flow_type, 1000)]
 
+    def flow_status(self, flow_id: str) -> str | None:
+        row = self._open().get_flow(flow_id)
+        return None if row is None else row.status.value
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()

@@ -74,6 +74,7 @@ def run(
     allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
+    from dexcli.cli.inputs import check_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import hints_for, run_option_values
 
@@ -91,6 +92,7 @@ def run(
             faults.check_steps(list(definition.steps))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        check_input(flow or definition.flow_type, definition, start_input, given=input is not None)
         for w in definition.warnings:
             print(f"dex: warning: {w}", file=sys.stderr)
         plugin = _run_plugin(flow, definition, given)

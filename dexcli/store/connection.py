@@ -1,23 +1,44 @@
 """Opening a dex database: checks, pragmas, schema.
 
-Connection settings: WAL, busy_timeout, foreign keys, `synchronous` NORMAL by default (FULL on
-request: NORMAL in WAL mode can lose the last transactions on power loss, never on a process
-crash). The schema version lives in `PRAGMA user_version`; a newer one is refused.
+Connection settings: WAL, busy_timeout (30 s unless the opener says otherwise), foreign keys,
+`synchronous` NORMAL by default (FULL on request: NORMAL in WAL mode can lose the last
+transactions on power loss, never on a process crash). The schema version lives in
+`PRAGMA user_version`; a newer one is refused.
+
+Conditions outside dex are named plainly (dexcli.store.errors): a path that cannot be opened
+says why (permissions of the file, its folder, its -wal/-shm files); a full disk, a write lock
+held by another process past the busy timeout, and a database file deleted or replaced under a
+running process each fail the statement with a `DatabaseConditionError`. A COMMIT that fails is
+rolled back, so the connection stays usable and nothing half-written is left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from dexcli.store.errors import StoreError
+from dexcli.store.errors import (
+    DatabaseConditionError,
+    DatabaseLockedError,
+    DatabaseReplacedError,
+    DiskFullError,
+    ReadOnlyDatabaseError,
+    StoreError,
+)
 
 SCHEMA_VERSION = 3
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
+# How often (at most) a write transaction checks that the path still names the file opened:
+# one stat() per interval, not per commit.
+IDENTITY_CHECK_INTERVAL = 0.5
 
 
 class Cursor(sqlite3.Cursor):
@@ -30,11 +51,97 @@ class Cursor(sqlite3.Cursor):
 
 
 class Connection(sqlite3.Connection):
+    """A dex connection: statements whose failure comes from outside dex raise a
+    `DatabaseConditionError` (see `condition_error`); each write transaction first checks, at
+    most every IDENTITY_CHECK_INTERVAL, that the path still names the file opened."""
+
+    db_path = ":memory:"
+    busy_timeout = DEFAULT_BUSY_TIMEOUT
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
+    sides: dict[str, tuple[int, int] | None] = {}  # its -wal and -shm files, as opened
+    replaced: DatabaseReplacedError | None = None  # once seen, every write transaction fails
+    failure: DatabaseConditionError | None = None  # the last condition seen
+    on_failure: Callable[[DatabaseConditionError], None] | None = None  # told of each, before it raises
+    _checked_at = 0.0
+
     def cursor(self, factory: Any = Cursor) -> Any:
         return super().cursor(factory)
 
     def execute(self, sql: str, parameters: Any = ()) -> Any:
-        return self.cursor().execute(sql, parameters)
+        if sql == "BEGIN IMMEDIATE":
+            self._check_identity()
+        try:
+            return self.cursor().execute(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            failure = condition_error(exc, self.db_path, self.busy_timeout)
+            if failure is None:
+                raise
+            if sql == "COMMIT" and self.in_transaction:
+                super().execute("ROLLBACK")  # a failed COMMIT may leave its transaction open
+            self._failed(failure)
+            raise failure from exc
+
+    def close(self) -> None:
+        """Close; if the database file was deleted or replaced meanwhile, also remove this
+        connection's -wal and -shm files (SQLite leaves them when the file has moved): beside a
+        new file of the same name, SQLite would take that WAL for the new file's and apply it."""
+        super().close()
+        if self.replaced is not None:
+            for side, identity in self.sides.items():
+                if _identity_of(side) == identity:
+                    with contextlib.suppress(OSError):
+                        os.remove(side)
+
+    def _failed(self, failure: DatabaseConditionError) -> None:
+        self.failure = failure
+        if self.on_failure is not None:
+            self.on_failure(failure)
+
+    def _check_identity(self) -> None:
+        if self.replaced is not None:
+            raise DatabaseReplacedError(str(self.replaced))
+        now = time.monotonic()
+        if self.identity is None or now - self._checked_at < IDENTITY_CHECK_INTERVAL:
+            return
+        self._checked_at = now
+        if _identity_of(self.db_path) != self.identity:
+            self.replaced = DatabaseReplacedError(
+                f"the database file {self.db_path} was deleted or replaced while dex ran; nothing more "
+                "is written to it (and no new database is created in its place)")
+            self._failed(self.replaced)
+            raise self.replaced
+
+
+def condition_error(exc: sqlite3.Error, path: str, busy_timeout: float) -> DatabaseConditionError | None:
+    """The plain-words error for a failure that comes from outside dex, or None."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name == "SQLITE_FULL" or (name.startswith("SQLITE_IOERR") and _no_space_left(path)):
+        return DiskFullError(f"database write failed: disk full ({path})")
+    if name.startswith("SQLITE_BUSY"):
+        return DatabaseLockedError(f"database is locked by another process (held longer than {busy_timeout:g} s): "
+                                   f"{path}")
+    if name == "SQLITE_READONLY_DBMOVED":
+        return DatabaseReplacedError(f"the database file {path} was deleted or replaced while dex ran")
+    if name.startswith("SQLITE_READONLY"):
+        return ReadOnlyDatabaseError(f"cannot write the database {path}: "
+                                     f"{_access_problem(path) or 'SQLite opened it read-only'}")
+    return None
+
+
+def _no_space_left(path: str) -> bool:
+    try:
+        st = os.statvfs(Path(path).parent)
+    except OSError:
+        return False
+    return st.f_bavail == 0
+
+
+def _identity_of(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def scalar(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> Any:
@@ -58,17 +165,59 @@ def _check_path(path: str, create: bool) -> None:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create the database folder {p.parent}: {exc.strerror}") from exc
-    if not os.access(p.parent, os.W_OK):
-        raise StoreError(f"cannot write the database: {p.parent} is not writable")
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create the database {path}: the folder {p.parent} is not writable")
 
 
-def _identify(path: str) -> tuple[Connection, int, int]:
+def _access_problem(path: str) -> str | None:
+    """Why this process cannot open an existing database, from the file modes (SQLite says
+    only "unable to open database file"), or None. Never opens the file (see _check_path)."""
+    p = Path(path)
+    if not os.access(p, os.R_OK):
+        return "permission denied (the file is not readable)"
+    if not os.access(p, os.W_OK):
+        return "the file is read-only (dex writes to it)"
+    for side in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if side.exists() and not os.access(side, os.R_OK | os.W_OK):
+            return f"permission denied on {side.name} beside it"
+    if not (Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()) \
+            and not os.access(p.parent, os.W_OK | os.X_OK):
+        return (f"its folder {p.parent} is not writable (SQLite keeps {p.name}-wal and {p.name}-shm "
+                "beside the database)")
+    return None
+
+
+def _raise_open_error(path: str, exc: Exception, busy_timeout: float) -> NoReturn:
+    err = _open_error(path, exc, busy_timeout)
+    if err is exc:
+        raise err
+    raise err from exc
+
+
+def _open_error(path: str, exc: Exception, busy_timeout: float) -> StoreError:
+    """What to say when opening `path` failed with `exc` (an sqlite3 error or a condition)."""
+    cause = exc.__cause__ if isinstance(exc, DatabaseConditionError) else exc
+    if str(getattr(cause, "sqlite_errorname", "")).startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        return StoreError(f"{path} is not a dex database ({exc})")
+    problem = _access_problem(path) if path != ":memory:" else None
+    if problem is not None:
+        return StoreError(f"cannot open the database {path}: {problem}")
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        return condition_error(exc, path, busy_timeout) or StoreError(f"cannot open the database {path}: {exc}")
+    return StoreError(f"cannot open the database {path}: {exc}")
+
+
+def _identify(path: str, busy_timeout: float) -> tuple[Connection, int, int]:
     """Connect and read (application id, schema version) in one snapshot: another process
     may be creating the schema right now."""
+    conn: Connection | None = None
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30,
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout,
                                factory=Connection)
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.db_path, conn.busy_timeout = path, busy_timeout
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("BEGIN")
         try:
             app_id = scalar(conn, "PRAGMA application_id")
@@ -76,8 +225,10 @@ def _identify(path: str) -> tuple[Connection, int, int]:
             tables = scalar(conn, "SELECT COUNT(*) FROM sqlite_master")
         finally:
             conn.execute("COMMIT")
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a dex database ({exc})") from exc
+    except (sqlite3.DatabaseError, DatabaseConditionError) as exc:
+        if conn is not None:
+            conn.close()
+        _raise_open_error(path, exc, busy_timeout)
     if tables and app_id != APP_ID:
         conn.close()
         raise StoreError(f"{path} is not a dex database (it has other tables)")
@@ -88,9 +239,10 @@ def _identify(path: str) -> tuple[Connection, int, int]:
     return conn, app_id, version
 
 
-def open_connection(path: str, *, create: bool, synchronous: str) -> Connection:
+def open_connection(path: str, *, create: bool, synchronous: str,
+                    busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Connection:
     _check_path(path, create)
-    conn, _, version = _identify(path)
+    conn, _, version = _identify(path, busy_timeout)
     try:
         if path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
@@ -98,18 +250,18 @@ def open_connection(path: str, *, create: bool, synchronous: str) -> Connection:
             # rewritten by many small commits, so fewer checkpoints copy (and, with
             # synchronous=NORMAL, fsync) far less. Commits get about a third cheaper.
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+            scalar(conn, "SELECT COUNT(*) FROM sqlite_master")  # a read: the -wal and -shm files exist now
+            conn.identity = _identity_of(path)
+            conn.sides = {side: _identity_of(side) for side in (f"{path}-wal", f"{path}-shm")}
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         if version == 0:
             _create_schema(conn)
         elif version < SCHEMA_VERSION:
             _migrate(conn, version)
-    except sqlite3.OperationalError as exc:
+    except (sqlite3.OperationalError, DatabaseConditionError) as exc:
         conn.close()
-        msg = str(exc)
-        if "readonly" in msg or "unable to open" in msg:
-            raise StoreError(f"cannot write the database {path}: {msg}") from exc
-        raise StoreError(f"cannot open the database {path}: {msg}") from exc
+        _raise_open_error(path, exc, busy_timeout)
     return conn
 
 

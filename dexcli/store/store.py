@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from dexcli.store.connection import open_connection, scalar
+from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
+from dexcli.store.errors import DatabaseConditionError
 from dexcli.store.records import (
     ATTEMPT_COLUMNS,
     FLOW_COLUMNS,
@@ -42,15 +43,29 @@ _PER_FLOW_HISTORY = ", ".join("ROW_NUMBER() OVER (ORDER BY h.event_id) AS event_
 class Store:
     """One dex database. Thread-safe (one lock around the connection)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", create: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", create: bool = True,
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        """`busy_timeout`: seconds a write waits for another process's write lock before it
+        fails with DatabaseLockedError."""
         self.path = str(path)
         self.commits = 0
         self._lock = threading.RLock()
-        self._conn = open_connection(self.path, create=create, synchronous=synchronous)
+        self._conn = open_connection(self.path, create=create, synchronous=synchronous, busy_timeout=busy_timeout)
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    @property
+    def failure(self) -> DatabaseConditionError | None:
+        """The last condition outside dex that failed a statement (disk full, a lock held too
+        long, the file deleted or replaced), or None."""
+        return self._conn.failure
+
+    def notify_failures(self, fn: Callable[[DatabaseConditionError], None] | None) -> None:
+        """Call `fn` with each such condition as it happens, before the statement raises it
+        (also for writes nobody awaits, such as a heartbeat's), from the thread that wrote."""
+        self._conn.on_failure = fn
 
     # --- transactions ---------------------------------------------------------------------
     @contextmanager

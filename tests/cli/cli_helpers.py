@@ -23,8 +23,8 @@ class Cli:
         self.runner = CliRunner()
 
     def __call__(self, *args: str, env: dict[str, str] | None = None, db: bool = True) -> Any:
-        full_env = dict(BASE_ENV)
-        full_env["DEX_DB"] = str(self.db) if db else ""
+        full_env: dict[str, str | None] = dict(BASE_ENV)
+        full_env["DEX_DB"] = str(self.db) if db else None  # None: unset (an empty DEX_DB is an error)
         full_env.update(env or {})
         return self.runner.invoke(app, list(args), env=full_env)
 

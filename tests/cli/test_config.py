@@ -50,8 +50,52 @@ def test_env_beats_dex_toml_and_flag_beats_env(project, monkeypatch, tmp_path):
     monkeypatch.setenv("DEX_DB", str(tmp_path / "env.db"))
     assert resolve_db(None) == (tmp_path / "env.db", "DEX_DB")
     assert resolve_db(str(tmp_path / "flag.db")) == (tmp_path / "flag.db", "--db")
-    monkeypatch.setenv("DEX_DB", "")  # empty means unset
+    monkeypatch.delenv("DEX_DB")
     assert resolve_db(None) == (project / "toml.db", str(project / "dex.toml"))
+
+
+def test_an_empty_path_is_an_error_not_the_next_source(project, monkeypatch):
+    """`--db "$UNSET"` or `DEX_DB= dex ...` must not quietly use the default database."""
+    (project / "dex.toml").write_text('db = "toml.db"\n')
+    monkeypatch.chdir(project)
+    for flag in ("", "  "):
+        with pytest.raises(UsageError, match="--db is empty"):
+            resolve_db(flag)
+    monkeypatch.setenv("DEX_DB", "")
+    with pytest.raises(UsageError, match="DEX_DB is empty"):
+        resolve_db(None)
+    monkeypatch.delenv("DEX_DB")
+    (project / "dex.toml").write_text('db = ""\n')
+    with pytest.raises(UsageError, match="dex.toml: db is empty"):
+        resolve_db(None)
+
+
+def test_empty_db_on_the_command_line(cli):
+    from tests.cli.cli_helpers import assert_error
+
+    home = cli.cwd / "home"
+    assert_error(cli("--db", "", "list"), 2, "--db is empty")
+    assert_error(cli("list", "--db="), 2, "--db is empty")
+    assert_error(cli("--db", "", "run", "three-steps", "--input", "1", env={"HOME": str(home)}), 2, "--db is empty")
+    assert_error(cli("run", "three-steps", "--input", "1", env={"DEX_DB": "", "HOME": str(home)}), 2,
+                 "DEX_DB is empty")
+    assert not home.exists()  # the default database was not created
+
+
+def test_busy_timeout_setting(project, monkeypatch):
+    from dexcli.cli.config import busy_timeout_setting
+
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("DEX_BUSY_TIMEOUT", raising=False)
+    assert busy_timeout_setting() == 30
+    (project / "dex.toml").write_text("busy_timeout = 5\n")
+    assert busy_timeout_setting() == 5
+    monkeypatch.setenv("DEX_BUSY_TIMEOUT", "0.5")
+    assert busy_timeout_setting() == 0.5
+    for bad in ("soon", "-1", "nan", "inf"):
+        monkeypatch.setenv("DEX_BUSY_TIMEOUT", bad)
+        with pytest.raises(UsageError, match="busy timeout must be a number of seconds"):
+            busy_timeout_setting()
 
 
 def test_the_cli_follows_the_same_order(cli, tmp_path, monkeypatch):

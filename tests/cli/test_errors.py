@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from dexcli.store import Store
 from tests.cli.cli_helpers import assert_error, start_flow
 
 
@@ -79,7 +80,28 @@ def test_input_file_that_cannot_be_read(cli, tmp_path):
 
 
 def test_input_that_does_not_fit_the_start_step_type(cli):
-    assert_error(cli("run", "three-steps", "--input", '"seven"'), 2, "input for First", "int")
+    """The type the flow takes, an input that would fit, what was given and pydantic's complaint;
+    nothing is started."""
+    assert_error(cli("run", "three-steps", "--input", '"seven"'), 2,
+                 "three-steps needs --input of type int (e.g. --input 5)", 'got "seven"',
+                 "Input should be a valid integer")
+    assert not cli.db.exists() or cli.json("list", "--json") == []
+
+
+def test_missing_input_names_the_type_and_an_example(cli):
+    assert_error(cli("run", "three-steps"), 2, "three-steps needs --input of type int (e.g. --input 5)")
+    assert_error(cli("run", "polling", "--input", "5"), 2, "polling takes no --input", "leave --input out")
+
+
+def test_missing_dataclass_input_shows_a_json_example_that_fits(cli, user_files):
+    line = assert_error(cli("run", "--file", f"{user_files['flows']}:OrderFlow"), 2,
+                        "OrderFlow needs --input of type Order")
+    example = line.split("(e.g. --input ", 1)[1].rsplit(")", 1)[0]
+    import shlex
+
+    (given,) = shlex.split(example)
+    res = cli.ok("run", "--file", f"{user_files['flows']}:OrderFlow", "--input", given)
+    assert "result: 10" in res.stdout  # the example runs: qty 5, doubled
 
 
 def test_input_that_does_not_fit_a_dataclass_names_the_field(cli, user_files):
@@ -212,9 +234,24 @@ def test_complete_job_when_none_is_running(populated):
     assert_error(populated("complete-job"), 3, "no polling flow is running")
 
 
-def test_complete_job_of_a_flow_without_a_job(populated):
-    assert_error(populated("complete-job", "done"), 3, "no simulated job", "done")
-    assert_error(populated("complete-job", "ghost"), 3, "ghost")
+def test_complete_job_of_a_flow_without_a_job(populated, db):
+    start_flow(db, "three-steps", "queued", input=1)  # RUNNING, but not a polling flow
+    assert_error(populated("complete-job", "queued"), 3, "no simulated job", "queued")
+    assert_error(populated("complete-job", "ghost"), 3, "no flow with id 'ghost'")
+
+
+def test_complete_job_of_a_flow_that_has_ended_is_a_conflict(populated, db):
+    """Whatever the flow's status, once it has ended there is no job to complete: exit 4, and
+    nothing is written (it used to say it had completed the job, exit 0)."""
+    populated.ok("run", "polling", "--flow-id", "p", "--job-duration", "3s", "--time-skip")
+    populated.ok("run", "polling", "--flow-id", "f", "--job-duration", "3s", "--job-fails", "--time-skip", code=1)
+    for flow_id, status in (("p", "COMPLETED"), ("f", "FAILED"), ("done", "COMPLETED")):
+        assert_error(populated("complete-job", flow_id), 4, f"flow already {status}", flow_id)
+    store = Store(db)
+    try:
+        assert store.kv_get("polling.jobs", "p")["completed_at"] is None  # the job was left as it ended
+    finally:
+        store.close()
 
 
 def test_complete_job_of_a_polling_flow_whose_job_has_not_started(cli, db):
