@@ -247,7 +247,7 @@ class Client(_Closing):
         Its effects commit atomically with it; a handler that raises commits nothing
         (WorkerInvocationError)."""
         definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
-        return rpc.invoke(self.engine, definition, spec, flow_id, input)
+        return rpc.invoke(self.engine, definition, spec, flow_id, input, options)
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         """Make a pending timer of a waiting step execution ready now."""
@@ -332,7 +332,7 @@ class AsyncClient(_Closing):
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                          options: RPCInvokeOptions | None = None) -> Any:
         definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
-        return await rpc.invoke_async(self.engine, definition, spec, flow_id, input)
+        return await rpc.invoke_async(self.engine, definition, spec, flow_id, input, options)
 
     async def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self._ops.skip_timer(flow_id, step_execution_id, timer_id)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from dexcli.engine.attributes import AttributeView
 from dexcli.engine.deadlines import earliest_deadline
 from dexcli.engine.faults import Faults, InjectedError
 from dexcli.engine.transitions import AttemptKey, Leased, Outputs
@@ -139,6 +140,8 @@ class _Context:
         self._recovery = None if rec is None else RecoveryErrorInfo(**json.loads(rec))
         self._results = json.loads(step.condition_results) if step.condition_results else None
         self._locals: dict[str, str] = json.loads(step.locals) if step.locals else {}
+        self._attrs = AttributeView(run.definition, run.leased.attributes, run.opts.loads)
+        run.effects.attributes = self._attrs.writes
 
     @property
     def recovery_error(self) -> RecoveryErrorInfo | None:
@@ -179,7 +182,23 @@ class _Context:
         text = self._locals.get(key)
         return None if text is None else decode(text, value_type)
 
-    # --- the hooks Channel definitions call ---------------------------------------------
+    # --- the hooks Attribute and Channel definitions call ---------------------------------
+    def _get_attribute(self, attribute: Any, instance: str | None) -> Any:
+        return self._attrs.get(attribute, instance)
+
+    def _set_attribute(self, attribute: Any, instance: str | None, value: Any) -> None:
+        if self._run.ended():
+            raise self._run._refuse("Attribute write")
+        self._attrs.set(attribute, instance, value)
+
+    def _delete_attribute(self, attribute: Any, instance: str | None) -> None:
+        if self._run.ended():
+            raise self._run._refuse("Attribute write")
+        self._attrs.delete(attribute, instance)
+
+    def _attribute_map_keys(self, attribute: Any) -> list[str]:
+        return self._attrs.map_keys(attribute)
+
     def _declared(self, channel: Any) -> Any:
         declared = self._run.definition.channels.get(getattr(channel, "name", ""))
         if declared is None or type(declared) is not type(channel):

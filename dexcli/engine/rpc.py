@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dexcli.engine import waiting as w
+from dexcli.engine.attributes import AttributeView, apply_writes
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity
 from dexcli.engine.transitions import NextStep, queue_step
@@ -30,16 +32,20 @@ from dexcli.sdk.errors import (
     FlowCodeError,
     FlowNotActiveOrNotFoundError,
     InvalidStepResultError,
+    RpcLockConflictError,
     ValueMappingError,
     WorkerInvocationError,
 )
-from dexcli.sdk.options import resolve_wait_options
+from dexcli.sdk.options import load_keys, resolve_wait_options
+from dexcli.sdk.options import lock_keys as sdk_lock_keys
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.sdk.rpc import RPCResult, RpcSpec
+from dexcli.sdk.rpc import RPCInvokeOptions, RPCResult, RpcSpec
 from dexcli.store import FlowRecord, Tx
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
+
+LOCK_GRACE_SECONDS = 5.0  # an RPC's locks outlive its timeout by this much if its process dies
 
 
 @dataclass
@@ -49,6 +55,9 @@ class Snapshot:
     flow: FlowRecord
     counts: dict[str, int]
     loaded: dict[str, list[tuple[str, str]]]  # queue -> [(message id, value JSON)]
+    attributes: dict[str, str] = field(default_factory=dict)  # key -> JSON (plain, and loaded maps)
+    loads: tuple[str, ...] = ()  # the AttributeMaps / instances loaded
+    holder: str | None = None  # the lock holder id, when the RPC holds locks
 
 
 @dataclass
@@ -60,6 +69,22 @@ class RpcContext:
     rpc_name: str
     now: float
     effects: w.Effects = field(default_factory=w.Effects)
+
+    def __post_init__(self) -> None:
+        self.attrs = AttributeView(self.definition, self.snapshot.attributes, self.snapshot.loads)
+        self.effects.attributes = self.attrs.writes
+
+    def _get_attribute(self, attribute: Any, instance: str | None) -> Any:
+        return self.attrs.get(attribute, instance)
+
+    def _set_attribute(self, attribute: Any, instance: str | None, value: Any) -> None:
+        self.attrs.set(attribute, instance, value)
+
+    def _delete_attribute(self, attribute: Any, instance: str | None) -> None:
+        self.attrs.delete(attribute, instance)
+
+    def _attribute_map_keys(self, attribute: Any) -> list[str]:
+        return self.attrs.map_keys(attribute)
 
     @property
     def flow_id(self) -> str:
@@ -149,15 +174,37 @@ def loads(spec: RpcSpec) -> list[str]:
     return names
 
 
-def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec) -> Snapshot:
+def lock_keys(spec: RpcSpec, options: RPCInvokeOptions | None) -> tuple[str, ...]:
+    extra = options.lock_attribute_map_instances if options else ()
+    return sdk_lock_keys(spec.options.lock_attributes + tuple(extra))
+
+
+def attribute_loads(spec: RpcSpec, options: RPCInvokeOptions | None) -> tuple[str, ...]:
+    extra = options.load_attribute_map_instances if options else ()
+    return load_keys(spec.options.load_attribute_maps, spec.options.load_attribute_map_instances + tuple(extra))
+
+
+def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec, options: RPCInvokeOptions | None = None,
+                  now: float = 0.0) -> Snapshot:
+    """What the handler reads, after taking the RPC's locks (in the same transaction, so a
+    locked read sees the latest committed value). RpcLockConflictError if one is held."""
     flow = tx.get_flow(flow_id)
     if flow is None:
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} not found")
+    holder, keys = None, lock_keys(spec, options)
+    if keys:
+        if not flow.is_running:
+            raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} takes locks")
+        holder = f"rpc:{spec.name}:{uuid.uuid4().hex[:8]}"
+        conflict = tx.try_locks(flow_id, keys, holder, now, now + spec.timeout + LOCK_GRACE_SECONDS)
+        if conflict is not None:
+            raise RpcLockConflictError(f"RPC {spec.name}: the lock on {conflict[0]} is held by {conflict[1]}")
     loaded: dict[str, list[tuple[str, str]]] = {q: [] for q in loads(spec)}
     for queue, mid, value in tx.pending_messages(flow_id):
         if queue in loaded:
             loaded[queue].append((mid, value))
-    return Snapshot(flow, tx.queue_counts(flow_id), loaded)
+    attr_loads = attribute_loads(spec, options)
+    return Snapshot(flow, tx.queue_counts(flow_id), loaded, tx.attributes_of(flow_id, attr_loads), attr_loads, holder)
 
 
 # ------------------------------------------------------------------------------ call --------
@@ -280,6 +327,9 @@ def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContex
         if not tx.delete_message(flow_id, mid) and transactional:
             raise ChannelMessageNotFoundError(f"channel message {mid} no longer exists")
     ids = w.publish(tx, flow_id, ctx.effects.publishes, f"rpc:{spec.name}", now)
+    upserts = apply_writes(tx, flow_id, ctx.effects.attributes, now) if ctx.effects.attributes else {}
+    if ctx.snapshot.holder is not None:
+        tx.release_locks(flow_id, ctx.snapshot.holder, now)
     canceled = w.cancel(tx, flow_id, set(planned.cancels), None, set(), set(), now) if planned.cancels else []
     started = []
     for nxt in planned.next_steps:
@@ -291,6 +341,7 @@ def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContex
                       for (q, v), i in zip(ctx.effects.publishes, ids, strict=True)],
         "deletes": ctx.effects.deletes, "nextSteps": started, "canceled": canceled,
         **({"recordEvents": ctx.effects.events} if ctx.effects.events else {}),
+        **({"upsertAttributes": upserts} if upserts else {}),
     })
     woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
     return RpcApplied(tuple(canceled), tuple(started), tuple(woken))
@@ -314,39 +365,65 @@ def resolve(definitions: Definitions, target: Any, flow_id: str | None = None) -
     return definition, spec
 
 
-def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any) -> Any:
-    """Invoke an RPC from outside the engine's loop (a Client, `dex rpc`): snapshot, call,
-    commit. Returns the handler's output."""
+def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
+           options: RPCInvokeOptions | None = None) -> Any:
+    """Invoke an RPC from outside the engine's loop (a Client, `dex rpc`): snapshot (and
+    locks), call, commit. Returns the handler's output."""
     decoded = decode_input(spec, value)
-    snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
-    _check_flow(snapshot, definition, flow_id)
-    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
-    planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
-    if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
-        return planned.output  # a read-only RPC may be served from a closed run
     with engine.store.tx() as tx:
-        applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
-                         spec.options.is_transactional)
+        snapshot = read_snapshot(tx, flow_id, spec, options, engine.now())
+    ctx = _context(snapshot, definition, flow_id, spec, engine.now())
+    try:
+        planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
+        if _read_only(snapshot, ctx, planned):
+            return planned.output  # a read-only RPC may be served from a closed run
+        with engine.store.tx() as tx:
+            applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
+                             engine.now(), spec.options.is_transactional)
+    except BaseException:
+        _unlock(engine, flow_id, snapshot)
+        raise
     after(engine, flow_id, spec, applied)
     return planned.output
 
 
-async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any) -> Any:
+async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
+                       options: RPCInvokeOptions | None = None) -> Any:
     """`invoke` for code on the engine's loop: the commit joins the group commit."""
     from dexcli.engine.batch import Unit
 
     decoded = decode_input(spec, value)
-    snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
-    _check_flow(snapshot, definition, flow_id)
-    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
-    planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
-    if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
-        return planned.output
-    await engine.commits.submit(Unit(
-        lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
-                          spec.options.is_transactional),
-        lambda applied: after(engine, flow_id, spec, applied)))
+    with engine.store.tx() as tx:
+        snapshot = read_snapshot(tx, flow_id, spec, options, engine.now())
+    ctx = _context(snapshot, definition, flow_id, spec, engine.now())
+    try:
+        planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
+        if _read_only(snapshot, ctx, planned):
+            return planned.output
+        await engine.commits.submit(Unit(
+            lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
+                              engine.now(), spec.options.is_transactional),
+            lambda applied: after(engine, flow_id, spec, applied)))
+    except BaseException:
+        _unlock(engine, flow_id, snapshot)
+        raise
     return planned.output
+
+
+def _context(snapshot: Snapshot, definition: FlowDefinition, flow_id: str, spec: RpcSpec, now: float) -> RpcContext:
+    _check_flow(snapshot, definition, flow_id)
+    return RpcContext(definition, snapshot, spec.name, now)
+
+
+def _read_only(snapshot: Snapshot, ctx: RpcContext, planned: Planned) -> bool:
+    return not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects
+
+
+def _unlock(engine: Engine, flow_id: str, snapshot: Snapshot) -> None:
+    """The RPC failed: free its locks (its effects were not committed)."""
+    if snapshot.holder is not None:
+        with engine.store.tx() as tx:
+            tx.release_locks(flow_id, snapshot.holder, engine.now())
 
 
 def _check_flow(snapshot: Snapshot, definition: FlowDefinition, flow_id: str) -> None:

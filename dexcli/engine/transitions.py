@@ -59,6 +59,22 @@ class Leased:
     definition: FlowDefinition
     options: ResolvedOptions  # the leased method's
     queue_counts: dict[str, int] = field(default_factory=dict)  # pending channel messages when leased
+    attributes: dict[str, str] = field(default_factory=dict)  # the attribute snapshot (key -> JSON)
+
+
+def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: FlowDefinition) -> Leased:
+    """The record of a step leased in this transaction, with the snapshot its handler reads:
+    channel sizes and attributes (its loaded maps included), read after this transaction's writes."""
+    opts = method_options(step)
+    counts = tx.queue_counts(step.flow_id) if definition.channels else {}
+    attrs = tx.attributes_of(step.flow_id, opts.loads) if definition.attributes else {}
+    return Leased(step, run_id, spec, definition, opts, counts, attrs)
+
+
+def unlock(tx: Tx, step: StepRecord, now: float) -> None:
+    """The attempt of a method that holds attribute locks ended: free them, wake their waiters."""
+    if method_options(step).locks:
+        tx.release_locks(step.flow_id, step.step_execution_id, now)
 
 
 def method_options(step: StepRecord) -> ResolvedOptions:
@@ -83,21 +99,27 @@ def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, 
     waits = nxt.spec.has_wait_for
     wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if waits else None
     opts = wait_opts or nxt.options  # the first method's limits
-    leased = owner is not None
+    seid = f"{nxt.spec.step_type}-{n}"
+    conflict = tx.try_locks(flow_id, opts.locks, seid, now) if opts.locks and owner is not None else None
+    if conflict is not None:
+        owner = None  # queued: it waits for the lock like any other
+    is_leased = owner is not None
     step = StepRecord(
-        flow_id=flow_id, step_execution_id=f"{nxt.spec.step_type}-{n}", step_type=nxt.spec.step_type, seq=seq,
+        flow_id=flow_id, step_execution_id=seid, step_type=nxt.spec.step_type, seq=seq,
         from_step_execution_id=from_seid, input=nxt.input_json, options=nxt.options.to_json(),
-        status=StepState.RUNNING if leased else StepState.QUEUED, attempt=1 if leased else 0,
-        scheduled_at=now, first_attempt_at=now if leased else None,
-        next_attempt_at=None if leased else now, lease_owner=owner,
-        attempt_started_at=now if leased else None, last_heartbeat_time=None,
-        heartbeat_deadline=now + opts.heartbeat_timeout if leased else None,
-        attempt_deadline=now + opts.method_timeout if leased else None,
+        status=StepState.RUNNING if is_leased else StepState.QUEUED, attempt=1 if is_leased else 0,
+        scheduled_at=now, first_attempt_at=now if is_leased else None,
+        next_attempt_at=None if is_leased else now, lease_owner=owner,
+        attempt_started_at=now if is_leased else None, last_heartbeat_time=None,
+        heartbeat_deadline=now + opts.heartbeat_timeout if is_leased else None,
+        attempt_deadline=now + opts.method_timeout if is_leased else None,
         total_deadline=now + opts.total_duration, heartbeat_value=None, has_heartbeat_value=False,
         recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None,
         method=Method.WAIT_FOR if waits else Method.EXECUTE,
         wait_options=wait_opts.to_json() if wait_opts is not None else None)
     tx.insert_step(step)
+    if conflict is not None:
+        tx.wait_for_lock(flow_id, seid, conflict[0], now)
     if owner is not None:
         tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
     return step
@@ -139,8 +161,8 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
         "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
         "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
     })
-    leased = None if owner is None else Leased(step, run_id, req.start.spec, req.definition, req.start.options)
-    return Started(run_id, True, leased)
+    got = None if step.lease_owner is None else leased(tx, step, run_id, req.start.spec, req.definition)
+    return Started(run_id, True, got)
 
 
 # ------------------------------------------------------------------------------ lease -------
@@ -148,6 +170,10 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
     """Lease the next attempt of a runnable step, if nobody else did first."""
     opts = method_options(r.step)
     hb_deadline, at_deadline = now + opts.heartbeat_timeout, now + opts.method_timeout
+    conflict = tx.try_locks(r.step.flow_id, opts.locks, r.step.step_execution_id, now) if opts.locks else None
+    if conflict is not None:  # another step or RPC holds one: wait for it (woken on release)
+        tx.wait_for_lock(r.step.flow_id, r.step.step_execution_id, conflict[0], now)
+        return None
     if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline):
         return None
     attempt = r.step.attempt + 1
@@ -155,9 +181,8 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
     step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
                          attempt_started_at=now, first_attempt_at=r.step.first_attempt_at or now,
                          heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
-                         last_heartbeat_time=None)
-    counts = tx.queue_counts(r.step.flow_id) if definition.channels else {}
-    return Leased(step, r.run_id, spec, definition, opts, counts)
+                         last_heartbeat_time=None, lock_wait=None)
+    return leased(tx, step, r.run_id, spec, definition)
 
 
 def _replace_step(step: StepRecord, **changes: Any) -> StepRecord:
@@ -302,6 +327,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, json.dumps(summary), now):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
+    unlock(tx, step, now)
     completions = _collect(flow.completions, decision, step)
     tx.add_event(key.flow_id, now, "StepExecuteCompleted", {
         "stepExecutionId": key.seid, "fromStepExecutionId": step.from_step_execution_id,
@@ -315,9 +341,10 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary, closed, ())
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    leased = tuple(Leased(s, flow.run_id, n.spec, definition, n.options) for s, n in zip(created, plan, strict=True)) \
+    got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
+                if s.lease_owner is not None) \
         if lease_next else ()
-    return Completed(summary, None, leased)
+    return Completed(summary, None, got)
 
 
 def _summary(decision: Decision, created: list[StepRecord]) -> dict[str, Any]:
@@ -394,7 +421,9 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
         if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
             raise Fenced()
         tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+        unlock(tx, step, now)
         return Failed(True, next_at, delay)
+    unlock(tx, step, now)
     why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
     if proceed:

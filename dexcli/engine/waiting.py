@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dexcli.engine import waits as w
+from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, lease
+from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, lease, unlock
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
@@ -51,10 +52,11 @@ class Effects:
     deletes: list[str] = field(default_factory=list)  # message ids (RPCs)
     events: list[dict[str, Any]] = field(default_factory=list)  # record_event
     locals: dict[str, str] | None = None  # step-execution locals (JSON values), when changed
+    attributes: dict[str, AttributeWrite] = field(default_factory=dict)  # staged attribute writes, by key
 
     @property
     def empty(self) -> bool:
-        return not (self.publishes or self.deletes or self.events or self.locals is not None)
+        return not (self.publishes or self.deletes or self.events or self.locals is not None or self.attributes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,9 @@ def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any],
                         locals_json):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
+    unlock(tx, step, now)
+    if effects.attributes:
+        apply_writes(tx, key.flow_id, effects.attributes, now)
     if effects.publishes:
         publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
     fresh = tx.get_step(key.flow_id, key.seid)
@@ -256,6 +261,7 @@ def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, 
     the flow's waits re-evaluated. One transaction: all of it or (fenced) nothing."""
     if effects.publishes:
         publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
+    upserts = apply_writes(tx, key.flow_id, effects.attributes, now) if effects.attributes else None
     flow_wide, siblings = decision.cancels
     canceled = cancel(tx, key.flow_id, set(flow_wide), step, set(siblings), {key.seid}, now) \
         if flow_wide or siblings else []
@@ -270,6 +276,8 @@ def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, 
         extra["publishes"] = [{"queue": q, "value": json.loads(v)} for q, v in effects.publishes]
     if canceled:
         extra["canceled"] = canceled
+    if upserts:
+        extra["upsertAttributes"] = upserts
     if effects.locals is not None:
         tx.set_locals(key.flow_id, key.seid, json.dumps(effects.locals))
     done = complete(tx, key, step, started, decision, definition, now, owner is not None, extra)

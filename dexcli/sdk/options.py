@@ -149,6 +149,8 @@ class ResolvedOptions:
     failure_step: str | None = None  # the execute-failure route's step type
     failure_step_options: ResolvedOptions | None = None
     wait_for_failure: str | None = None  # wait_for options only: "FAIL_FLOW" or "PROCEED"
+    locks: tuple[str, ...] = ()  # attribute lock keys the method holds while an attempt runs
+    loads: tuple[str, ...] = ()  # AttributeMaps (`name/`) and instances it loads into its snapshot
 
     def delay_after(self, attempt: int) -> float:
         return backoff_delay(self.initial_interval, self.backoff_coefficient, self.maximum_interval, attempt)
@@ -164,6 +166,8 @@ class ResolvedOptions:
             "totalDuration": self.total_duration, "durability": self.durability, "failureStep": self.failure_step,
             "failureStepOptions": None if self.failure_step_options is None else self.failure_step_options.as_dict(),
             **({} if self.wait_for_failure is None else {"waitForFailure": self.wait_for_failure}),
+            **({"locks": list(self.locks)} if self.locks else {}),
+            **({"loads": list(self.loads)} if self.loads else {}),
         }
 
     def to_json(self) -> str:
@@ -180,7 +184,7 @@ class ResolvedOptions:
             d["methodTimeout"], d["heartbeatTimeout"], d["initialInterval"], d["backoffCoefficient"],
             d["maximumInterval"], d["maximumAttempts"], d["totalDuration"], d.get("durability", "DEFAULT"),
             d.get("failureStep"), None if nested is None else ResolvedOptions.from_dict(nested),
-            d.get("waitForFailure"))
+            d.get("waitForFailure"), tuple(d.get("locks", ())), tuple(d.get("loads", ())))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -207,7 +211,9 @@ def resolve_options(opts: StepOptions, where: str, failure_step: str | None = No
         initial_interval=p.initial_interval.total_seconds(), backoff_coefficient=p.backoff_coefficient,
         maximum_interval=p.maximum_interval.total_seconds(), maximum_attempts=p.maximum_attempts,
         total_duration=p.total_duration.total_seconds(), durability=opts.execute_durability.name,
-        failure_step=failure_step, failure_step_options=failure_options)
+        failure_step=failure_step, failure_step_options=failure_options,
+        locks=lock_keys(opts.execute_lock_attributes),
+        loads=load_keys(opts.execute_load_attribute_maps, opts.execute_load_attribute_map_instances))
 
 
 def resolve_wait_options(opts: StepOptions) -> ResolvedOptions:
@@ -221,4 +227,16 @@ def resolve_wait_options(opts: StepOptions) -> ResolvedOptions:
         method_timeout=timeout, heartbeat_timeout=timeout, initial_interval=p.initial_interval.total_seconds(),
         backoff_coefficient=p.backoff_coefficient, maximum_interval=p.maximum_interval.total_seconds(),
         maximum_attempts=p.maximum_attempts, total_duration=p.total_duration.total_seconds(),
-        durability=opts.wait_for_durability.name, wait_for_failure=opts.wait_for_failure.name)
+        durability=opts.wait_for_durability.name, wait_for_failure=opts.wait_for_failure.name,
+        locks=lock_keys(opts.wait_for_lock_attributes),
+        loads=load_keys(opts.wait_for_load_attribute_maps, opts.wait_for_load_attribute_map_instances))
+
+
+def lock_keys(locks: tuple[Any, ...]) -> tuple[str, ...]:
+    """The physical keys of AttributeLocks, sorted (a fixed order: no lock-order deadlock)."""
+    return tuple(sorted({lock.physical_name for lock in locks}))
+
+
+def load_keys(maps: tuple[Any, ...], instances: tuple[Any, ...]) -> tuple[str, ...]:
+    """What a method loads: `name/` for every instance of a map, the physical name of one."""
+    return tuple(sorted({f"{m.name}/" for m in maps} | {i.physical_name for i in instances}))
