@@ -49,6 +49,7 @@ CASES = [
     Case("polling", "accept", registry=ASYNC, source=repo_file("flows/polling.py")),
     Case("polling_default_registry", "reject", "execute must be synchronous", source=repo_file("flows/polling.py")),
     Case("approval", "accept", source=repo_file("flows/approval.py")),
+    Case("payment", "accept", registry=ASYNC, source=repo_file("flows/payment.py")),
     Case("readme_myflow", "accept", source=readme_example),
     # valid flows
     Case("generator_progress", "accept"),
