@@ -141,6 +141,21 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         retry_after as retry_after,
     )
     from dexcli.sdk.errors import (
+        ChannelMessageNotFoundError as ChannelMessageNotFoundError,
+    )
+    from dexcli.sdk.errors import (
+        ChannelMessagesNotLoadedError as ChannelMessagesNotLoadedError,
+    )
+    from dexcli.sdk.errors import (
+        FlowClosingError as FlowClosingError,
+    )
+    from dexcli.sdk.errors import (
+        RequestTimeoutError as RequestTimeoutError,
+    )
+    from dexcli.sdk.errors import (
+        RpcLockConflictError as RpcLockConflictError,
+    )
+    from dexcli.sdk.errors import (
         DexServiceError as DexServiceError,
     )
     from dexcli.sdk.errors import (
