@@ -118,7 +118,7 @@ def _ended_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Rend
     head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
     if step["status"] == "COMPLETED":
         head.append(decision_text(step["decision"]))
-        if last is not None and len(step["attempts"]) > 1:
+        if last is not None and sum(a.get("method") != "WAIT_FOR" for a in step["attempts"]) > 1:
             head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
     elif step["status"] == "FAILED" and last:
         head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")

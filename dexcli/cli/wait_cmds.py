@@ -120,5 +120,5 @@ def skip_timer(
         Client(engine=build_engine(store, time_skip=False)).skip_timer(flow_id, seid, timer)
     finally:
         store.close()
-    which = f"--condition-id {condition_id}" if condition_id is not None else f"--index {index}"
+    which = condition_id if condition_id is not None else f"#{index}"
     print(f"timer {which} of {step_execution_id} skipped: it fires now")
