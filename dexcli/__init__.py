@@ -147,19 +147,13 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         ChannelMessagesNotLoadedError as ChannelMessagesNotLoadedError,
     )
     from dexcli.sdk.errors import (
-        FlowClosingError as FlowClosingError,
-    )
-    from dexcli.sdk.errors import (
-        RequestTimeoutError as RequestTimeoutError,
-    )
-    from dexcli.sdk.errors import (
-        RpcLockConflictError as RpcLockConflictError,
-    )
-    from dexcli.sdk.errors import (
         DexServiceError as DexServiceError,
     )
     from dexcli.sdk.errors import (
         FlowAlreadyStartedError as FlowAlreadyStartedError,
+    )
+    from dexcli.sdk.errors import (
+        FlowClosingError as FlowClosingError,
     )
     from dexcli.sdk.errors import (
         FlowDefinitionError as FlowDefinitionError,
@@ -175,6 +169,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.errors import (
         LongPollTimeoutError as LongPollTimeoutError,
+    )
+    from dexcli.sdk.errors import (
+        RequestTimeoutError as RequestTimeoutError,
+    )
+    from dexcli.sdk.errors import (
+        RpcLockConflictError as RpcLockConflictError,
     )
     from dexcli.sdk.errors import (
         ValueMappingError as ValueMappingError,

@@ -35,6 +35,7 @@ class Request:
     title: str
     amount: int = 0
     expire_after_hours: int = 24
+    expire_after_seconds: int | None = None  # a short expiry for demos and tests (overrides the hours)
 
 
 @dataclass
@@ -55,9 +56,11 @@ decisions = Channel("decisions", Verdict)
 
 class AwaitDecision(Step[Request]):
     def wait_for(self, context: Context, input: Request) -> Wait:
+        expiry = (timedelta(seconds=input.expire_after_seconds) if input.expire_after_seconds is not None
+                  else timedelta(hours=input.expire_after_hours))
         return Wait.any_of(
             decisions.for_one(condition_id="decision"),
-            Timer.by_duration(timedelta(hours=input.expire_after_hours), condition_id="expire"),
+            Timer.by_duration(expiry, condition_id="expire"),
         )
 
     def execute(self, context: Context, input: Request) -> StepDecision:

@@ -1,5 +1,6 @@
 """How the examples show up in `dex`: their names (`dex run polling`, `dex flows`), the polling
-example's `dex run` options (`--job-duration`, `--job-fails`) and its `dex complete-job` command.
+example's `dex run` options (`--job-duration`, `--job-fails`) and its `dex complete-job` command,
+and the approval example's hints (the `dex rpc` and `dex skip-timer` that move it on).
 
 Named in pyproject.toml under `[project.entry-points."dex.flows"]` (see dexcli.plugins). Light on
 purpose: `dex --help` imports this module to list `complete-job`; the flows themselves are
@@ -73,4 +74,12 @@ THREE_STEPS = FlowPlugin(
     name="three-steps",
     flow="flows.three_steps:ThreeStepFlow",
     description="Three short steps in a row, each checkpointed: the smallest flow to crash and resume.",
+)
+
+APPROVAL = FlowPlugin(
+    name="approval",
+    flow="flows.approval:ApprovalFlow",
+    description="Wait for a person: approve/reject RPCs from another terminal, or expire after 24 h.",
+    hints=("decide:  dex rpc {flow_id} approve --input '\"dana\"'",
+           "expire now:  dex skip-timer {flow_id} AwaitDecision-1 --condition-id expire"),
 )

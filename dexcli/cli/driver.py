@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.live import Live
 
 from dexcli.cli.errors import CliError
+from dexcli.cli.foreign_events import ForeignEvents, print_json
 from dexcli.cli.loader import load_ref
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
 from dexcli.cli.stopping import (
@@ -47,7 +48,7 @@ from dexcli.engine.views import inspect_flow
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
-from dexcli.store import Store, StoreError
+from dexcli.store import StepState, Store, StoreError
 from dexcli.store.errors import DatabaseConditionError, DatabaseReplacedError
 
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -84,8 +85,10 @@ class View:
     """Shows one flow while something drives it (this process or another)."""
 
     def __init__(self, console: Console, db: str | Path, flow_id: str, clock: Clock, mode: str,
-                 hints: tuple[str, ...] = (), on_closed: Callable[[], None] | None = None) -> None:
+                 hints: tuple[str, ...] = (), on_closed: Callable[[], None] | None = None,
+                 rpcs: tuple[str, ...] = ()) -> None:
         self.console = console
+        self.rpcs = rpcs
         self.output_closed = False  # stdout's reader went away: nothing more is written
         self._on_closed = on_closed
         self.hints = hints
@@ -97,7 +100,7 @@ class View:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Live | None = None
-        self._differ = LineDiffer()
+        self._differ = LineDiffer(rpcs)
         self._lock = threading.Lock()
         self._painted: list[Any] | None = None  # the live view's lines as last drawn
 
@@ -105,7 +108,7 @@ class View:
         return inspect_flow(self._store, self.flow_id, self.clock.now())
 
     def _render(self) -> Any:
-        return live_view(self.snapshot(), str(self.db), self.clock.offset, self.hints)
+        return live_view(self.snapshot(), str(self.db), self.clock.offset, self.hints, self.rpcs)
 
     def _output(self, write: Callable[[], object]) -> None:
         """Write to stdout unless its reader went away; a closed pipe is reported once
@@ -181,7 +184,8 @@ class View:
             self._thread.join(timeout=2)
         snap = self.snapshot()
         if self._live is not None:
-            self._live.update(live_view(snap, str(self.db), self.clock.offset, self.hints), refresh=True)
+            self._live.update(live_view(snap, str(self.db), self.clock.offset, self.hints, self.rpcs),
+                              refresh=True)
             self._live.stop()
         elif self.mode == "lines":
             self._print_lines()
@@ -260,6 +264,17 @@ def _drive(engine: Engine, stop: StopRequest, drive: Callable[[], Awaitable[None
     return stop.reason, _release(engine)
 
 
+def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:
+    """The RPC names of a flow's class, to offer in the view ((): its code cannot be loaded)."""
+    row = engine.store.get_flow(flow_id)
+    if row is None:
+        return ()
+    try:
+        return tuple(sorted(engine.definitions.get(row.flow_type, row.flow_ref).rpcs))
+    except Exception:  # an unloadable flow is reported by the drive itself
+        return ()
+
+
 def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
                err: Console, crash_after: float | None = None, hints: tuple[str, ...] = ()) -> int:
     """Drive one flow to its end with this engine, showing it. Returns the exit code."""
@@ -268,7 +283,8 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     if mode == "json":
         engine.listeners.append(json_listener)
     _stop_when_output_closes(engine, stop)
-    view = View(console, engine.store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED))
+    view = View(console, engine.store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
+                rpcs=rpc_names(engine, flow_id))
 
     def crashed(message: str) -> None:
         view.abandon()
@@ -289,11 +305,15 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
         await runner.drive_async([flow_id], until=lambda: bool(errors) or stop() or closed())
 
     view.start()
+    foreign = _follow_others(engine, flow_id) if mode == "json" else None
     try:
         why, released = _drive(engine, stop, drive)
     except DatabaseConditionError as exc:  # one of the engine's own writes failed (a lease, the clock)
         why, released = None, 0
         errors.append(str(exc))
+    finally:
+        if foreign is not None:
+            foreign.stop()
     if why is not None:
         return _stopped_early(engine, view, err, flow_id, why, released)
     if errors:
@@ -312,6 +332,13 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
         silence_stdout()
         return EXIT_OUTPUT_CLOSED
     return exit_code_for(snap["summary"]["flowStatus"])
+
+
+def _follow_others(engine: Engine, flow_id: str) -> ForeignEvents:
+    """JSON lines for what other processes do to the flow (RPCs, skipped timers)."""
+    foreign = ForeignEvents(str(engine.store.path), flow_id, print_json)
+    foreign.start()
+    return foreign
 
 
 def _stopped_early(engine: Engine, view: View, err: Console, flow_id: str, why: str, released: int) -> int:
@@ -333,12 +360,15 @@ def _stopped_early(engine: Engine, view: View, err: Console, flow_id: str, why: 
                   highlight=False)
         return code
     title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
+    running = any(s.status is StepState.RUNNING for s in engine.store.steps_of(flow_id))
     err.print(f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
               f"  Resume it with: dex resume {flow_id}\n"
               + ("  (the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
                  " from its last checkpoint)" if released else
                  "  (an attempt that was running is declared lost after its heartbeat timeout,"
-                 " then retried; add --time-skip to skip the wait)"), highlight=False)
+                 " then retried; add --time-skip to skip the wait)" if running else
+                 "  (no attempt was running; a waiting step keeps its wait and its timers' firing times)"),
+              highlight=False)
     return code
 
 
@@ -372,7 +402,8 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     """Follow a flow another process drives; return when it ends (or stdout's reader goes)."""
     clock = Clock(offset=store.clock_offset())
     stop = StopRequest()
-    view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED))
+    view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
+                rpcs=rpc_names(build_engine(store, time_skip=False), flow_id) if mode != "json" else ())
     watch = PipeWatch(lambda: stop.set(CLOSED))
     view.start()
     watch.start()

@@ -14,6 +14,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
 
 BAR_WIDTH = 18
@@ -22,7 +23,7 @@ STATUS_STYLE = {
 }
 STEP_GLYPH = {
     "COMPLETED": ("✓", "green"), "RUNNING": ("▶", "cyan"), "BACKOFF": ("…", "yellow"),
-    "QUEUED": ("·", "dim"), "FAILED": ("✗", "red"), "CANCELED": ("⊘", "yellow"),
+    "QUEUED": ("·", "dim"), "FAILED": ("✗", "red"), "CANCELED": ("⊘", "yellow"), "WAITING": ("○", "magenta"),
 }
 
 
@@ -126,7 +127,7 @@ def _ended_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Rend
     head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
     if step["status"] == "COMPLETED":
         head.append(decision_text(step["decision"]))
-        if last is not None and len(step["attempts"]) > 1:
+        if last is not None and sum(a.get("method") != "WAIT_FOR" for a in step["attempts"]) > 1:
             head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
     elif step["status"] == "FAILED" and last:
         head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")
@@ -223,16 +224,23 @@ def header(snap: dict[str, Any], db: str, offset: float) -> Text:
     return t
 
 
-def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[str, ...] = ()) -> RenderableType:
+def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[str, ...] = (),
+              rpcs: tuple[str, ...] = ()) -> RenderableType:
     """The live view of one flow. `hints`: what its flow plugin suggests while it runs
-    (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`."""
+    (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`;
+    `rpcs`: the flow's RPC names, offered to move a waiting step on."""
     now = parse_iso(snap["now"]) or 0.0
     parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
     for step in snap["steps"]:
-        parts.extend(step_lines(step, now))
+        if step["status"] == "WAITING":
+            parts.extend(rw.waiting_lines(step, snap, now, rpcs))
+        else:
+            parts.extend(step_lines(step, now))
     parts.extend(stream_lines(snap))
     parts.append(Rule(style="dim"))
     fid = snap["summary"]["flowId"]
+    if rw.only_external_input(snap):
+        parts.append(Text(f" {rw.EXTERNAL_INPUT}", style="yellow"))
     if snap["summary"]["flowStatus"] == "RUNNING":
         hint = Text(" ", style="dim")
         for h in hints:
@@ -279,6 +287,10 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
         elif st["status"] == "QUEUED":
             parts.append(f"{st['stepExecutionId']} queued — needs a running dex "
                          f"(dex resume {snap['summary']['flowId']})")
+        elif st["status"] == "WAITING":
+            active = rw.active_of(snap, st["stepExecutionId"])
+            what = rw.summary(snap, active, parse_iso(snap["now"]) or 0.0) if active else "its wait"
+            parts.append(f"{st['stepExecutionId']} waits for {what}")
     if not parts:
         parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
     t = Text(" Waiting on:  ", style="bold")
@@ -306,6 +318,10 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     w = waiting_on(snap)
     if w is not None:
         parts.append(w)
+        moves = [c for a in snap.get("state", {}).get("activeStepExecutions", []) if a["phase"] == "WAITING"
+                 for c in rw.commands(snap, a, ())]
+        if moves:
+            parts.append(Text(" Move on:     " + " · ".join(moves), style="dim"))
     parts.append(Text(" Steps", style="bold"))
     parts.append(_steps_table(snap, now))
     parts.extend(stream_lines(snap))
@@ -327,7 +343,9 @@ def _steps_table(snap: dict[str, Any], now: float) -> Table:
             dur = _duration_between(a["startTime"], a["endTime"])
             if dur is None and a["outcome"] == "RUNNING":
                 dur = now - (parse_iso(a["startTime"]) or now)
-            if a["outcome"] == "COMPLETED":
+            if a.get("method") == "WAIT_FOR":
+                info = _wait_for_text(st, a)
+            elif a["outcome"] == "COMPLETED":
                 info = decision_text(st["decision"])
             elif a["errorType"]:
                 info = f"{a['errorType']}: {a['detail']}{error_place(a)}"
@@ -347,6 +365,17 @@ def _steps_table(snap: dict[str, Any], now: float) -> Table:
     return table
 
 
+def _wait_for_text(st: dict[str, Any], a: dict[str, Any]) -> str:
+    """The error / decision cell of a wait_for attempt: what its wait came to."""
+    if a["errorType"]:
+        return f"wait_for: {a['errorType']}: {a['detail']}"
+    wf = st.get("waitFor") or {}
+    chosen = rw.selected_ids(wf.get("conditionResults"))
+    if wf.get("outcome") == "COMPLETED":
+        return "wait_for → " + (", ".join(chosen) + " ready" if chosen else "ready")
+    return f"wait_for → {(wf.get('outcome') or 'running').lower()}"
+
+
 def _history_line(e: dict[str, Any]) -> Text:
     line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
     if "stepExecutionId" in e:
@@ -361,6 +390,12 @@ def _history_line(e: dict[str, Any]) -> Text:
         line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
+    elif e["type"] == "RpcExecutionCompleted":
+        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
+    elif e["type"] == "TimerSkipped":
+        line.append(f"timer {e.get('conditionId') or '#' + str(e['timerIndex'])}", style="dim")
+    elif e["type"] == "StepWaitForCompleted":
+        line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
     elif e["type"] == "FlowStarted":
         line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
     return line
@@ -371,6 +406,18 @@ def _outcome_style(outcome: str) -> str:
             "CANCELED": "yellow"}.get(outcome, "")
 
 
+def _ended_text(st: dict[str, Any], a: dict[str, Any], max_a: Any) -> str:
+    """The plain line of an attempt that ended."""
+    seid = st["stepExecutionId"]
+    if a["outcome"] == "COMPLETED":
+        return f"✓ {seid} wait_for returned its Wait" if a.get("method") == "WAIT_FOR" else \
+            f"✓ {seid} {decision_text(st['decision'])}"
+    if a["outcome"] == "CANCELED":
+        return f"⊘ {seid} attempt {a['attempt']} canceled"
+    outcome = a["outcome"].lower().replace("_", " ")
+    return f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}: {a['errorType']}: {a['detail']}"
+
+
 class LineDiffer:
     """Turns successive snapshots into plain lines: what happened since the last one.
 
@@ -378,11 +425,14 @@ class LineDiffer:
     is lost and every line can be re-derived from the database.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, rpcs: tuple[str, ...] = ()) -> None:
+        self.rpcs = rpcs  # the flow's RPC names, offered to move a waiting step on
+        self._waits: dict[str, str] = {}  # step execution id -> the last wait state printed
         self._attempts: dict[tuple[str, int], tuple[str, int]] = {}
         self._streams: set[str] = set()
         self._steps: dict[str, str] = {}
         self._closed = False
+        self._external = False  # whether the last snapshot could move on only by external input
 
     def lines(self, snap: dict[str, Any]) -> list[str]:
         out: list[str] = []
@@ -398,7 +448,8 @@ class LineDiffer:
                 t = parse_iso(a["startTime"]) or 0.0
                 if prev is None:
                     order += 1
-                    events.append((t, order, f"+{t - start:7.1f}s  ▶ {seid} attempt {a['attempt']}/{max_a} started"))
+                    what = "wait_for attempt" if a.get("method") == "WAIT_FOR" else "attempt"
+                    events.append((t, order, f"+{t - start:7.1f}s  ▶ {seid} {what} {a['attempt']}/{max_a} started"))
                 hb_prev = prev[1] if prev else 0
                 if a["heartbeats"] > hb_prev:
                     order += 1
@@ -410,14 +461,7 @@ class LineDiffer:
                 if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
                     end = parse_iso(a["endTime"]) or t
                     order += 1
-                    if a["outcome"] == "COMPLETED":
-                        msg = f"✓ {seid} {decision_text(st['decision'])}"
-                    elif a["outcome"] == "CANCELED":
-                        msg = f"⊘ {seid} attempt {a['attempt']} canceled"
-                    else:
-                        outcome = a["outcome"].lower().replace("_", " ")
-                        msg = f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}: {a['errorType']}: {a['detail']}"
-                    events.append((end, order, f"+{end - start:7.1f}s  {msg}"))
+                    events.append((end, order, f"+{end - start:7.1f}s  {_ended_text(st, a, max_a)}"))
                 self._attempts[key] = (a["outcome"], a["heartbeats"])
             if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
                 nt = parse_iso(st.get("nextAttemptTime")) or 0.0
@@ -425,6 +469,9 @@ class LineDiffer:
                 line = f"+{nt - start:7.1f}s  … {seid} attempt {st['attempt'] + 1} scheduled (backoff)"
                 events.append((nt - 1e-6, order, line))
                 self._steps[seid] = f"BACKOFF{st['attempt']}"
+            for t, line in rw.wait_events(st, snap, self._waits, self.rpcs):
+                order += 1
+                events.append((t, order, f"+{t - start:7.1f}s  {line}"))
         for name, msgs in snap["streams"].items():
             for m in msgs:
                 stream_key = f"{name}/{m['resumeToken']}"
@@ -436,4 +483,8 @@ class LineDiffer:
                 events.append((t, order, f"+{t - start:7.1f}s  ✉ {name} {short_value(m['value'])}  ({m['source']})"))
         events.sort()
         out.extend(e[2] for e in events)
+        external = rw.only_external_input(snap)
+        if external and not self._external:
+            out.append(f"          … {rw.EXTERNAL_INPUT}")
+        self._external = external
         return out

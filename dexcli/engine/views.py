@@ -11,8 +11,18 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive
+from dexcli.engine.waits import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
-from dexcli.store import AttemptRecord, FlowRecord, HistoryRecord, StepRecord, StepState, Store, StreamRecord
+from dexcli.store import (
+    AttemptRecord,
+    FlowRecord,
+    HistoryRecord,
+    Method,
+    StepRecord,
+    StepState,
+    Store,
+    StreamRecord,
+)
 
 
 def _j(text: str | None) -> Any:
@@ -46,6 +56,7 @@ def _attempt(a: AttemptRecord) -> dict[str, Any]:
         "lastHeartbeatTime": iso(a.last_heartbeat),
         "streamWrites": a.stream_writes,
         "stackTrace": a.stack_trace,  # the user code's traceback, innermost frame first
+        "method": a.method,
     }
 
 
@@ -80,6 +91,8 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float) -> dict[str,
         },
         "attempts": [_attempt(a) for a in attempts],
     }
+    if s.wait_options is not None:
+        out["waitFor"] = _wait_for(s)
     if s.status is StepState.RUNNING:
         out["running"] = _running(s, now)
     if s.status in (StepState.BACKOFF, StepState.QUEUED):
@@ -111,6 +124,75 @@ def _running(s: StepRecord, now: float) -> dict[str, Any]:
     }
 
 
+def _wait_for(s: StepRecord) -> dict[str, Any]:
+    """A step's wait_for: when its wait started and ended, how it ended, what it selected."""
+    if s.wait_for_failed:
+        outcome = "FAILED"
+    elif s.wait_ended is not None:
+        outcome = "COMPLETED"
+    elif s.status is StepState.WAITING:
+        outcome = "WAITING"
+    elif s.status in (StepState.CANCELED, StepState.FAILED):
+        outcome = s.status.value
+    else:
+        outcome = "RUNNING"  # the wait_for method runs (or is queued, or backs off)
+    return {"startTime": iso(s.wait_started), "endTime": iso(s.wait_ended), "outcome": outcome,
+            "conditionResults": _j(s.condition_results)}
+
+
+def _waiting_condition(wait: dict[str, Any]) -> dict[str, Any]:
+    """The persisted Wait with its timers' firing times as ISO times."""
+    conditions = [{**c, "firingTime": iso(c["firingTime"])} if c["kind"] == TIMER else dict(c)
+                  for c in wait["conditions"]]
+    return {**wait, "conditions": conditions}
+
+
+def _timers(s: StepRecord, wait: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    """The wait's timers at `at`: PENDING, FIRED or SKIPPED. Once the wait is over, only the
+    timers that fired (or were skipped) before it ended are listed."""
+    ended = s.wait_ended
+    out = []
+    for c in wait["conditions"]:
+        if c["kind"] != TIMER:
+            continue
+        if c["skipped"]:
+            status = "SKIPPED"
+        elif c["firingTime"] <= (ended if ended is not None else at):
+            status = "FIRED"
+        elif ended is not None:
+            continue
+        else:
+            status = "PENDING"
+        out.append({"conditionId": c["conditionId"], "conditionIndex": c["timerIndex"],
+                    "firingTime": iso(c["firingTime"]), "status": status})
+    return out
+
+
+def _active(s: StepRecord, at: float) -> dict[str, Any]:
+    wait = _j(s.wait)
+    waiting = s.method is Method.WAIT_FOR or s.status is StepState.WAITING
+    return {"stepExecutionId": s.step_execution_id, "stepType": s.step_type,
+            "phase": "WAITING" if waiting else "ACTIVE",
+            "waitingCondition": None if wait is None else _waiting_condition(wait),
+            "timers": [] if wait is None else _timers(s, wait, at)}
+
+
+def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[str, str, str]],
+               now: float) -> dict[str, Any]:
+    """`state`: the step executions in progress and the channel messages no wait has taken yet.
+    For a closed flow, as last known: the step executions its close cancelled, as they were."""
+    if flow.is_running:
+        active = [_active(s, now) for s in steps if s.status.is_open]
+    else:
+        closed_at = flow.close_time or now
+        active = [_active(s, closed_at) for s in steps
+                  if s.status is StepState.CANCELED and s.end_time == flow.close_time]
+    messages: dict[str, list[dict[str, Any]]] = {}
+    for queue, mid, value in pending:
+        messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
+    return {"activeStepExecutions": active, "pendingChannelMessages": messages}
+
+
 def history_event(e: HistoryRecord) -> dict[str, Any]:
     return {"eventId": e.event_id, "eventTime": iso(e.event_time), "type": e.type, **json.loads(e.payload)}
 
@@ -129,7 +211,8 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         by_step.setdefault(a.step_execution_id, []).append(a)
     for v in by_step.values():
         v.sort(key=lambda a: a.attempt)
-    steps = [_step(s, by_step.get(s.step_execution_id, []), now) for s in store.steps_of(flow_id)]
+    step_rows = store.steps_of(flow_id)
+    steps = [_step(s, by_step.get(s.step_execution_id, []), now) for s in step_rows]
     streams: dict[str, list[dict[str, Any]]] = {}
     for m in store.stream_messages(flow_id, limit=100_000):
         streams.setdefault(m.stream, []).append(stream_message(m))
@@ -141,5 +224,6 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
+        "state": flow_state(row, step_rows, store.read(lambda tx: tx.pending_messages(flow_id)), now),
         "now": iso(now),
     }

@@ -141,7 +141,9 @@ def test_complete_job_of_the_one_running_polling_flow(cli, db):
 def test_flows_lists_names_classes_modules_descriptions(cli):
     out = cli.ok("flows", db=False).stdout
     lines = out.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
+    approval = next(ln for ln in lines if ln.startswith("approval"))
+    assert "ApprovalFlow" in approval and "flows.approval" in approval
     polling = next(ln for ln in lines if ln.startswith("polling"))
     assert "PollingFlow" in polling and "flows.polling" in polling and "simulated external job" in polling
     three = next(ln for ln in lines if ln.startswith("three-steps"))
