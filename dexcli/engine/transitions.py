@@ -30,7 +30,7 @@ from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundEr
 from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
-from dexcli.store import AttemptOutcome, FlowState, Method, Runnable, StepRecord, StepState, Tx
+from dexcli.store import AttemptOutcome, FlowState, Method, Runnable, StartSettings, StepRecord, StepState, Tx
 
 START_SOURCE = "__start__"
 
@@ -112,6 +112,7 @@ class StartRequest:
     flow_ref: str | None
     request_id: str | None
     ignore_already_started: bool
+    settings: StartSettings = StartSettings()  # timeout, start delay, id reuse policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,28 +120,53 @@ class Started:
     run_id: str
     created: bool  # False: the same request had already started it
     leased: Leased | None = None
+    terminated: Closed | None = None  # the previous run, terminated by ALLOW_TERMINATE_IF_RUNNING
 
 
 def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> Started:
-    """Create the flow and queue its start step (leased to `owner` when given). A taken flow
-    id is refused before anything is written, or answered with the existing run for the same
-    request id under ignore_already_started."""
-    run_id = str(uuid.uuid4())
-    if not tx.insert_flow_if_new(req.flow_id, run_id, req.definition.flow_type, req.flow_ref,
-                                 req.start.input_json, req.request_id or str(uuid.uuid4()), now):
+    """Create the flow and queue its start step (leased to `owner` when given, unless it has a
+    start delay). A taken flow id is refused before anything is written (or answered with the
+    existing run for the same request id under ignore_already_started), unless the id reuse
+    policy lets a new run replace the old one (dexcli.engine.id_reuse)."""
+    run_id, request_id, s = str(uuid.uuid4()), req.request_id or str(uuid.uuid4()), req.settings
+    args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, req.start.input_json, request_id, now)
+    previous = None
+    if not tx.insert_flow_if_new(*args):
+        from dexcli.engine.id_reuse import allows, make_room  # id_reuse builds on this module
+
         existing = tx.get_flow(req.flow_id)
         assert existing is not None
-        if req.ignore_already_started and req.request_id and existing.request_id == req.request_id:
-            return Started(existing.run_id, False)
-        raise FlowAlreadyStartedError(
-            f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
-    step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now, (1, 1), owner)
+        if not allows(s.id_reuse_policy or "DEFAULT", existing):
+            if req.ignore_already_started and req.request_id and existing.request_id == req.request_id:
+                return Started(existing.run_id, False)
+            raise FlowAlreadyStartedError(
+                f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
+        previous = make_room(tx, existing, s.id_reuse_policy or "DEFAULT", run_id, now)
+        tx.insert_flow_if_new(*args)
+    if not s.is_default:
+        tx.set_start_settings(req.flow_id, s, now)
+    delay = s.start_delay or 0.0
+    step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
     tx.add_event(req.flow_id, now, "FlowStarted", {
         "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
         "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
+        **_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
     })
-    leased = None if owner is None else Leased(step, run_id, req.start.spec, req.definition, req.start.options)
-    return Started(run_id, True, leased)
+    leased = None if owner is None or delay else \
+        Leased(step, run_id, req.start.spec, req.definition, req.start.options)
+    return Started(run_id, True, leased, previous.terminated if previous else None)
+
+
+def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
+    """The start options FlowStarted records (only those given)."""
+    out: dict[str, Any] = {}
+    if s.timeout:
+        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy, timeoutTime=iso(now + s.timeout))
+    if s.start_delay:
+        out.update(startDelay=s.start_delay, startStepEligibleTime=iso(now + s.start_delay))
+    if s.id_reuse_policy not in (None, "DEFAULT"):
+        out["idReusePolicy"] = s.id_reuse_policy
+    return out
 
 
 # ------------------------------------------------------------------------------ lease -------

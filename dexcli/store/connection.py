@@ -15,7 +15,7 @@ from typing import Any
 
 from dexcli.store.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 
@@ -139,6 +139,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE attempts ADD COLUMN method TEXT NOT NULL DEFAULT 'EXECUTE'",
         "ALTER TABLE attempts ADD COLUMN stack_trace TEXT",
         "DROP INDEX IF EXISTS steps_active",
+    ),
+    2: (
+        "ALTER TABLE flows ADD COLUMN timeout REAL",
+        "ALTER TABLE flows ADD COLUMN timeout_policy TEXT",
+        "ALTER TABLE flows ADD COLUMN timeout_at REAL",
+        "ALTER TABLE flows ADD COLUMN timeout_handler_options TEXT",
+        "ALTER TABLE flows ADD COLUMN start_delay REAL",
+        "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
 }
 

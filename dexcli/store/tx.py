@@ -23,6 +23,7 @@ from dexcli.store.records import (
     flow_record,
     step_record,
 )
+from dexcli.store.tx_runs import RunStatements
 from dexcli.store.tx_waits import WaitStatements
 
 _OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
@@ -35,7 +36,7 @@ def _in(ids: list[str]) -> str:
     return f"({','.join('?' for _ in ids)})"
 
 
-class Tx(WaitStatements):
+class Tx(WaitStatements, RunStatements):
     """Statements inside one transaction. Only the store hands these out."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
