@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dexcli.cli.config import format_duration
+from dexcli.cli.start_options import history_text, options_text
 
 BAR_WIDTH = 18
 STATUS_STYLE = {
@@ -299,6 +300,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if offset:
         meta.append(f" · database clock offset +{format_duration(offset)}", style="yellow")
     parts.append(meta)
+    options = options_text(s)
+    if options is not None:
+        parts.append(options)
     if s["completions"]:
         parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
     if s["errorMessage"]:
@@ -362,7 +366,10 @@ def _history_line(e: dict[str, Any]) -> Text:
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
     elif e["type"] == "FlowStarted":
-        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
+        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}{history_text(e)}",
+                    style="dim")
+    elif e["type"] == "FlowTimedOut":
+        line.append(history_text(e), style="yellow")
     return line
 
 
