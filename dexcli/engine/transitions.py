@@ -146,6 +146,8 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     if not s.is_default:
         tx.set_start_settings(req.flow_id, s, now)
     delay = s.start_delay or 0.0
+    if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
+        owner = None
     step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
     tx.add_event(req.flow_id, now, "FlowStarted", {
         "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
