@@ -220,6 +220,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         FlowStatus as FlowStatus,
     )
     from dexcli.sdk.results import (
+        FlowTimeoutHandlerOptions as FlowTimeoutHandlerOptions,
+    )
+    from dexcli.sdk.results import (
+        FlowTimeoutPolicy as FlowTimeoutPolicy,
+    )
+    from dexcli.sdk.results import (
         IdReusePolicy as IdReusePolicy,
     )
     from dexcli.sdk.results import (

@@ -23,7 +23,7 @@ from dexcli.engine.runner import Runner
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
-from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, NotSupportedYetError, ValueMappingError
+from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, ValueMappingError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import (
@@ -31,7 +31,6 @@ from dexcli.sdk.results import (
     FlowInfo,
     FlowResult,
     FlowStatus,
-    IdReusePolicy,
     StartFlowOptions,
     StepCompletion,
     StopFlowOptions,
@@ -56,18 +55,6 @@ def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
     if seconds < 0 or not seconds.is_integer() or seconds > 2**31 - 1:
         raise ValueError("duration must be whole seconds within int32")
     return seconds
-
-
-def refuse_unsupported(options: StartFlowOptions) -> StartFlowOptions:
-    """Start options dex does not apply yet fail the start, loudly, rather than being ignored."""
-    unsupported = [name for name, given in (
-        ("timeout", options.timeout is not None), ("start_delay", options.start_delay is not None),
-        (f"id_reuse_policy={options.id_reuse_policy.name}", options.id_reuse_policy is not IdReusePolicy.DEFAULT),
-    ) if given]
-    if unsupported:
-        raise NotSupportedYetError(f"StartFlowOptions({', '.join(unsupported)}): dex does not apply "
-                                   f"{'this' if len(unsupported) == 1 else 'these'} yet; the flow was not started")
-    return options
 
 
 class _Ops:
@@ -110,9 +97,7 @@ class _Ops:
 
     def start(self, flow: Flow[Any], flow_id: str | None, input: Any,
               options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
-        options = refuse_unsupported(options or StartFlowOptions())
-        return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, request_id=options.request_id,
-                                      ignore_already_started=options.ignore_already_started)
+        return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, options=options or StartFlowOptions())
 
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
@@ -321,10 +306,8 @@ class AsyncClient(_Closing):
 
     async def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                          options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
-        options = refuse_unsupported(options or StartFlowOptions())
-        return await self.engine.start_flow_async(
-            flow, flow_id, input, flow_ref=flow_ref, request_id=options.request_id,
-            ignore_already_started=options.ignore_already_started)
+        return await self.engine.start_flow_async(flow, flow_id, input, flow_ref=flow_ref,
+                                                  options=options or StartFlowOptions())
 
     async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
+from dexcli.cli.start_options import history_text, options_text
 
 BAR_WIDTH = 18
 STATUS_STYLE = {
@@ -311,6 +312,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if offset:
         meta.append(f" · database clock offset +{format_duration(offset)}", style="yellow")
     parts.append(meta)
+    options = options_text(s)
+    if options is not None:
+        parts.append(options)
     if s["completions"]:
         parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
     if s["errorMessage"]:
@@ -397,7 +401,10 @@ def _history_line(e: dict[str, Any]) -> Text:
     elif e["type"] == "StepWaitForCompleted":
         line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
     elif e["type"] == "FlowStarted":
-        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}", style="dim")
+        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}{history_text(e)}",
+                    style="dim")
+    elif e["type"] == "FlowTimedOut":
+        line.append(history_text(e), style="yellow")
     return line
 
 

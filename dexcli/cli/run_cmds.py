@@ -16,6 +16,7 @@ import typer
 
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
 from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
+from dexcli.cli.start_options import ID_REUSE_HELP, TIMEOUT_POLICY_HELP
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from dexcli.plugins import FlowPlugin
     from dexcli.sdk.flow import Flow
     from dexcli.sdk.registry import FlowDefinition
+    from dexcli.sdk.results import StartFlowOptions
 
 
 def parse_input(text: str | None) -> Any:
@@ -67,6 +69,12 @@ def run(
     stall: str | None = typer.Option(None, "--stall", help="STEP[:ATTEMPT]: that attempt hangs without heartbeats."),
     fail: str | None = typer.Option(None, "--fail",
                                     help="STEP[:N]: the first N attempts of STEP raise a transient error."),
+    timeout: str | None = typer.Option(None, "--timeout", help="Flow timeout, whole seconds (60s, 15m, 1h)."),
+    timeout_policy: str | None = typer.Option(None, "--timeout-policy", help=TIMEOUT_POLICY_HELP),
+    start_delay: str | None = typer.Option(None, "--start-delay",
+                                           help="Start the first step after this delay (the flow runs meanwhile)."),
+    id_reuse_policy: str | None = typer.Option(None, "--id-reuse-policy", help=ID_REUSE_HELP),
+    request_id: str | None = typer.Option(None, "--request-id", help="The start's request id (default: generated)."),
 ) -> None:
     """Start a flow and drive it to its end here, showing it live.
 
@@ -74,10 +82,11 @@ def run(
     allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
-    from dexcli.cli.inputs import check_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import hints_for, run_option_values
+    from dexcli.cli.start_options import start_options
 
+    options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
     flow_obj, ref = load_flow(flow, file)
     start_input = parse_input(input)
     faults = parse_faults(crash_at, stall, fail)
@@ -87,21 +96,30 @@ def run(
     store = open_store()
     try:
         engine = build_engine(store, time_skip=time_skip, faults=faults)
-        definition = engine.registry.add(flow_obj)
-        try:
-            faults.check_steps(list(definition.steps))
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        check_input(flow or definition.flow_type, definition, start_input, given=input is not None)
-        for w in definition.warnings:
-            print(f"dex: warning: {w}", file=sys.stderr)
+        definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
         plugin = _run_plugin(flow, definition, given)
-        fid = _start(engine, flow_obj, ref, flow_id, start_input, plugin, given, definition)
+        fid = _start(engine, flow_obj, ref, flow_id, start_input, plugin, given, definition, options)
         code = drive_flow(engine, out_console(), fid, mode=view_mode(json_out), time_skip=time_skip,
                           crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid))
     finally:
         store.close()
     raise typer.Exit(code)
+
+
+def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | None, start_input: Any,
+                        input_given: bool) -> Any:
+    """Register the flow and check the run's flags and input against it (usage errors)."""
+    from dexcli.cli.inputs import check_input
+
+    definition = engine.registry.add(flow_obj)
+    try:
+        faults.check_steps(list(definition.steps))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_input(name or definition.flow_type, definition, start_input, given=input_given)
+    for w in definition.warnings:
+        print(f"dex: warning: {w}", file=sys.stderr)
+    return definition
 
 
 def _check_values(given: dict[str, Any]) -> None:
@@ -134,13 +152,17 @@ def _run_plugin(name: str | None, definition: FlowDefinition, given: dict[str, A
 
 
 def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, start_input: Any,
-           plugin: FlowPlugin | None, given: dict[str, Any], definition: FlowDefinition) -> str:
+           plugin: FlowPlugin | None, given: dict[str, Any], definition: FlowDefinition,
+           options: StartFlowOptions) -> str:
     """Check the flow id, let the flow's plugin set things up, start the flow. Returns its id."""
     from dexcli.engine.core import new_flow_id
+    from dexcli.engine.id_reuse import allows
 
     fid = flow_id or new_flow_id(definition.flow_type)
-    if engine.store.get_flow(fid) is not None:
-        raise ConflictError(f"flow {fid} already exists; choose another --flow-id or `dex inspect {fid}`")
+    existing = engine.store.get_flow(fid)
+    if existing is not None and not allows(options.id_reuse_policy.name, existing):
+        raise ConflictError(f"flow {fid} already exists ({existing.status.value}); choose another --flow-id, "
+                            f"`dex inspect {fid}`, or an --id-reuse-policy that lets a new run take the id")
     if plugin is not None and plugin.before_start is not None:
         from dexcli.cli.plugin_cmds import options_of
         from dexcli.engine.host import StoreHost
@@ -148,7 +170,10 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
 
         host = StoreHost(engine.store, engine.clock)
         plugin.before_start(RunContext(fid, host, options_of(plugin, given)))
-    engine.start_flow(flow_obj, fid, start_input, flow_ref=ref)
+    try:
+        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options)
+    except ValueError as exc:  # a start option the SDK refuses (a HANDLER policy without handle_timeout, ...)
+        raise UsageError(str(exc)) from None
     return fid
 
 

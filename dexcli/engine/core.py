@@ -38,6 +38,7 @@ from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions, Loader
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
+from dexcli.engine.flow_timeout import fire_due, start_settings
 from dexcli.engine.host import StoreHost
 from dexcli.engine.outcome import WaitResult, judge
 from dexcli.engine.schedule import Scheduler
@@ -46,6 +47,7 @@ from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, ValueMappingError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
+from dexcli.sdk.results import StartFlowOptions
 from dexcli.store import FlowState, StepState, Store
 
 log = logging.getLogger("dexcli.engine")
@@ -111,9 +113,11 @@ class Engine:
     # ------------------------------------------------------------------ start ------------
     def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                    flow_ref: str | None = None, request_id: str | None = None,
-                   ignore_already_started: bool = False) -> str:
-        """Create the run and queue its start step (one transaction). Returns the run id."""
-        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started)
+                   ignore_already_started: bool = False, options: StartFlowOptions | None = None) -> str:
+        """Create the run and queue its start step (one transaction). Returns the run id.
+        `options` (timeout, start delay, id reuse; its request id and ignore_already_started
+        replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them."""
+        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
         with self.store.tx() as tx:
             started = t.start(tx, req, self.now())
         self._after_start(req, started)
@@ -121,18 +125,21 @@ class Engine:
 
     async def start_flow_async(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                                flow_ref: str | None = None, request_id: str | None = None,
-                               ignore_already_started: bool = False) -> str:
+                               ignore_already_started: bool = False, options: StartFlowOptions | None = None
+                               ) -> str:
         """`start_flow` for code on the engine's loop. Starts requested in the same loop pass
         share one transaction (group commit); each returns once committed. While this engine
         runs every flow (a worker), the start step's first attempt is leased to it in that
         transaction and starts at once."""
-        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started)
+        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
         owner = self.owner if self.scheduler.drives(req.flow_id) else None
         started = await self.commits.submit(Unit(
             lambda tx: t.start(tx, req, self.now(), owner), lambda s: self._after_start(req, s)))
         return started.run_id
 
     def _after_start(self, req: t.StartRequest, started: t.Started) -> None:
+        if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run
+            self._after_close(req.flow_id, started.terminated)
         if started.created:
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
         if started.leased is not None:
@@ -140,7 +147,8 @@ class Engine:
         self.wake()
 
     def _start_request(self, flow: Flow[Any], flow_id: str | None, input: Any, flow_ref: str | None,
-                       request_id: str | None, ignore_already_started: bool) -> t.StartRequest:
+                       request_id: str | None, ignore_already_started: bool,
+                       options: StartFlowOptions | None = None) -> t.StartRequest:
         """Everything about a start that needs no database: checks, input, options."""
         definition = self.registry.definition_of(flow)
         start = definition.start_step
@@ -154,7 +162,11 @@ class Engine:
         except ValueMappingError as exc:
             raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
         nxt = t.NextStep(start, input_json, self.definitions.options(definition, start))
-        return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
+        if options is None:
+            return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
+        settings = start_settings(options, definition, self.definitions)
+        return t.StartRequest(definition, nxt, flow_id, flow_ref, options.request_id,
+                              options.ignore_already_started, settings)
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
@@ -181,6 +193,7 @@ class Engine:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
         leased, woken = [], []
         with self.store.tx() as tx:
+            timed_out = fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
             for r in tx.runnable_steps(now, flow_ids, self.scheduler.claim_batch):
                 if r.flow_status is not FlowState.RUNNING:
                     continue
@@ -194,6 +207,9 @@ class Engine:
                     got = t.lease(tx, r, found[0], found[1], self.owner, now)
                     if got is not None:
                         leased.append(got)
+        for fired in timed_out:
+            if fired.closed is not None:
+                self._after_close(fired.flow_id, fired.closed)
         for lease in leased:
             self.start_attempt(lease, now)
         for flow_id, x in woken:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dexcli.engine.timeout_step import TIMEOUT_STEP, timeout_handler_spec
 from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError, NotSupportedYetError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.options import ResolvedOptions, StepDurability, StepOptions, resolve_options
@@ -51,6 +52,8 @@ class Definitions:
             self.unloadable[flow_id] = str(exc)
             return None
         spec = definition.steps.get(step_type)
+        if spec is None and step_type == TIMEOUT_STEP:
+            spec = timeout_handler_spec(definition)
         if spec is None:
             self.unloadable[flow_id] = f"step {step_type} is no longer in the flow"
             return None

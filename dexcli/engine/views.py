@@ -40,7 +40,23 @@ def flow_summary(flow: FlowRecord) -> dict[str, Any]:
         "errorType": flow.error_type,
         "errorMessage": flow.error_message,
         "completions": _j(flow.completions) or [],
+        **start_options(flow),
     }
+
+
+def start_options(flow: FlowRecord) -> dict[str, Any]:
+    """The start options the run was given (only those given): timeout, start delay, id reuse."""
+    out: dict[str, Any] = {}
+    if flow.timeout:
+        out.update(timeout=flow.timeout, timeoutPolicy=flow.timeout_policy,
+                   timeoutTime=iso(flow.start_time + flow.timeout), timeoutFired=flow.timeout_at is None)
+    if flow.start_delay:
+        out["startDelay"] = flow.start_delay
+    if flow.id_reuse_policy not in (None, "DEFAULT"):
+        out["idReusePolicy"] = flow.id_reuse_policy
+    if flow.request_id:
+        out["requestId"] = flow.request_id
+    return out
 
 
 def _attempt(a: AttemptRecord) -> dict[str, Any]:

@@ -8,11 +8,12 @@ them to these by member name, and the CLI and `dex inspect --json` show the uppe
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from dexcli.sdk.codec import from_jsonable
+from dexcli.sdk.options import RetryPolicy, StepDurability, StepOptions
 
 
 class FlowStatus(enum.Enum):
@@ -85,9 +86,52 @@ class IdReusePolicy(enum.Enum):
     DISALLOW = "disallow"
 
 
+class FlowTimeoutPolicy(enum.Enum):
+    """What happens when a positive flow timeout expires (the official SDK's members).
+
+    DEFAULT: HANDLER when the flow overrides `handle_timeout`, else FAIL. FAIL: the flow
+    fails with FLOW_TIMEOUT. CANCEL: the flow ends CANCELED. HANDLER: `handle_timeout` runs
+    once (with retries) and its decision is applied like an execute's.
+    """
+
+    DEFAULT = "default"
+    FAIL = "fail"
+    CANCEL = "cancel"
+    HANDLER = "handler"
+
+
+@dataclass(frozen=True)
+class FlowTimeoutHandlerOptions:
+    """How `Flow.handle_timeout` runs under the HANDLER policy (the official SDK's fields).
+
+    dex applies method_timeout, heartbeat_timeout, retry and on_failure_proceed_to; a start
+    with durability=ASYNC, lock_attributes or load_* is refused (dex does not run them yet).
+    """
+
+    method_timeout: timedelta | None = None
+    heartbeat_timeout: timedelta | None = None
+    retry: RetryPolicy | None = None
+    durability: StepDurability = StepDurability.DEFAULT
+    lock_attributes: tuple[Any, ...] = ()
+    load_attribute_maps: tuple[Any, ...] = ()
+    load_attribute_map_instances: tuple[Any, ...] = ()
+    load_channels: tuple[Any, ...] = ()
+    load_channel_maps: tuple[Any, ...] = ()
+    load_channel_map_instances: tuple[Any, ...] = ()
+    _failure_target: Any = None
+    _failure_options: StepOptions | None = None
+
+    def on_failure_proceed_to(self, step: type[Any], options: StepOptions | None = None
+                              ) -> FlowTimeoutHandlerOptions:
+        """A copy whose exhausted handler moves to the registered no-input Step `step`."""
+        return replace(self, _failure_target=step, _failure_options=options)
+
+
 @dataclass(frozen=True)
 class StartFlowOptions:
     timeout: timedelta | None = None
+    timeout_policy: FlowTimeoutPolicy = FlowTimeoutPolicy.DEFAULT
+    timeout_handler_options: FlowTimeoutHandlerOptions | None = None
     start_delay: timedelta | None = None
     id_reuse_policy: IdReusePolicy = IdReusePolicy.DEFAULT
     ignore_already_started: bool = False

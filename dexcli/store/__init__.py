@@ -17,8 +17,10 @@ from dexcli.store.records import (
 )
 from dexcli.store.store import Store
 from dexcli.store.tx import Tx
+from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings
 
 __all__ = [
-    "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState", "HistoryRecord", "Method",
-    "Runnable", "Schedule", "Store", "StoreError", "StepRecord", "StepState", "StreamRecord", "Tx",
+    "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
+    "HistoryRecord", "Method", "Runnable", "Schedule", "StartSettings", "Store", "StoreError", "StepRecord",
+    "StepState", "StreamRecord", "Tx",
 ]

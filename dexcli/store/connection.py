@@ -294,6 +294,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     2: (
         "ALTER TABLE steps ADD COLUMN lock_wait TEXT",
+        "ALTER TABLE flows ADD COLUMN timeout REAL",
+        "ALTER TABLE flows ADD COLUMN timeout_policy TEXT",
+        "ALTER TABLE flows ADD COLUMN timeout_at REAL",
+        "ALTER TABLE flows ADD COLUMN timeout_handler_options TEXT",
+        "ALTER TABLE flows ADD COLUMN start_delay REAL",
+        "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
 }
 

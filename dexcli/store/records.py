@@ -70,6 +70,12 @@ class FlowRecord:
     graceful: bool
     completions: str  # JSON list of {"stepType", "stepExecutionId", "output"}
     clock_offset: float = 0.0  # seconds this flow's clock was skipped ahead
+    timeout: float | None = None  # StartFlowOptions.timeout in seconds; None: no flow timeout
+    timeout_policy: str | None = None  # FAIL, CANCEL or HANDLER (resolved at start)
+    timeout_at: float | None = None  # when the timeout fires; None once it fired (or without one)
+    timeout_handler_options: str | None = None  # handle_timeout's ResolvedOptions JSON (HANDLER)
+    start_delay: float | None = None  # seconds the start step waited to become eligible
+    id_reuse_policy: str | None = None  # the IdReusePolicy name it was started with
 
     @property
     def is_running(self) -> bool:

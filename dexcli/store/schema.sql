@@ -19,7 +19,13 @@ CREATE TABLE IF NOT EXISTS flows (
     error_message TEXT,
     graceful      INTEGER NOT NULL DEFAULT 0,   -- a step asked to complete when idle
     completions   TEXT NOT NULL DEFAULT '[]',   -- outputs collected, in order
-    clock_offset  REAL NOT NULL DEFAULT 0       -- seconds this flow's clock was skipped ahead
+    clock_offset  REAL NOT NULL DEFAULT 0,      -- seconds this flow's clock was skipped ahead
+    timeout       REAL,                 -- StartFlowOptions.timeout (seconds); NULL: none
+    timeout_policy TEXT,                -- FAIL CANCEL HANDLER (resolved at start)
+    timeout_at    REAL,                 -- when the timeout fires; NULL once it has (or none)
+    timeout_handler_options TEXT,       -- handle_timeout's ResolvedOptions JSON (HANDLER)
+    start_delay   REAL,                 -- StartFlowOptions.start_delay (seconds)
+    id_reuse_policy TEXT                -- the IdReusePolicy it was started with
 );
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);
 CREATE INDEX IF NOT EXISTS flows_by_status ON flows(status, start_time);

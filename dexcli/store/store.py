@@ -168,8 +168,9 @@ class Store:
         return [stream_record(r) for r in self._rows(sql, (*args, limit))]
 
     def schedule(self, flow_ids: list[str] | None, owner: str) -> Schedule:
-        """In one statement: the earliest time a queued step or a retry becomes runnable, and
-        the running attempts other owners hold, each with its first deadline."""
+        """In one statement: the earliest time a queued step or a retry becomes runnable (or a
+        flow's timeout fires), and the running attempts other owners hold, each with its first
+        deadline."""
         if flow_ids == []:
             return Schedule(None, ())
         cond, args = "", []
@@ -180,9 +181,11 @@ class Store:
             "SELECT 0, NULL, MIN(next_attempt_at) FROM steps "
             f"WHERE status IN ('QUEUED','BACKOFF','WAITING'){cond} "
             "UNION ALL SELECT 1, lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) FROM steps "
-            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond}",
-            (*args, owner, *args))
-        due = next((t for k, _, t in rows if k == 0), None)
+            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond} "
+            "UNION ALL SELECT 0, NULL, MIN(timeout_at) FROM flows "  # flow timeouts (dexcli.engine.flow_timeout)
+            f"WHERE status = 'RUNNING' AND timeout_at IS NOT NULL{cond}",
+            (*args, owner, *args, *args))
+        due = min((t for k, _, t in rows if k == 0 and t is not None), default=None)
         return Schedule(due, tuple((o, t) for k, o, t in rows if k == 1))
 
     # --- kv: small state a flow package owns (dexcli.host) --------------------------------

@@ -24,6 +24,7 @@ from dexcli.store.records import (
     step_record,
 )
 from dexcli.store.tx_attributes import AttributeStatements
+from dexcli.store.tx_runs import RunStatements
 from dexcli.store.tx_waits import WaitStatements
 
 _OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
@@ -36,7 +37,7 @@ def _in(ids: list[str]) -> str:
     return f"({','.join('?' for _ in ids)})"
 
 
-class Tx(WaitStatements, AttributeStatements):
+class Tx(WaitStatements, AttributeStatements, RunStatements):
     """Statements inside one transaction. Only the store hands these out."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

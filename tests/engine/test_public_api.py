@@ -15,6 +15,7 @@ EXPECTED_ALL = [
     "ChannelMap", "ChannelMapLoad", "ChannelMessage", "Client", "ConditionCombination", "Context",
     "DexServiceError", "Flow", "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo",
     "FlowNotActiveOrNotFoundError", "FlowNotFoundError", "FlowResult", "FlowStatus", "IdReusePolicy",
+    "FlowTimeoutHandlerOptions", "FlowTimeoutPolicy",
     "IndexType", "InvalidStepResultError", "LongPollTimeoutError", "PersistenceSchema", "RPCInvokeOptions",
     "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy", "StartFlowOptions",
     "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList", "StepMovement",

@@ -53,6 +53,7 @@ SIGNATURES = [
     "StepDecision.with_canceling_steps", "StepDecision.with_canceling_sibling_steps",
     "StepOptions", "StepOptions.on_execute_failure_proceed_to", "RetryPolicy", "Stream", "Step.execute",
     "StepList.start_step", "StepList.other_steps", "Registry",
+    "FlowTimeoutHandlerOptions", "FlowTimeoutHandlerOptions.on_failure_proceed_to",
     "Client.wait_for_flow", "Client.read_stream", "Client.close", "Client.__enter__", "Client.__exit__",
     "AsyncClient.wait_for_flow", "AsyncClient.read_stream", "AsyncClient.close", "AsyncClient.__aenter__",
     "AsyncClient.__aexit__", "Client.stop_flow", "Client.list_stream_messages", "Client.write_stream",
@@ -263,8 +264,8 @@ def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[An
 
 # --- enums -----------------------------------------------------------------------------------
 
-ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "StopType", "StepDurability", "WaitForFailurePolicy",
-         "IndexType"]
+ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "FlowTimeoutPolicy", "StopType", "StepDurability",
+         "WaitForFailurePolicy", "IndexType"]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=gap(f"enum-{n}")) for n in ENUMS])

@@ -123,3 +123,29 @@ def test_a_version_1_database_is_migrated_and_keeps_its_flows(tmp_path: Path) ->
     index_sql = raw(path, "SELECT sql FROM sqlite_master WHERE name = 'steps_open'")[0][0]
     assert "WAITING" in index_sql
     assert raw(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'steps_active'") == [(0,)]
+
+
+def test_a_version_2_database_gets_the_start_option_columns_and_keeps_its_flows(tmp_path: Path) -> None:
+    """Version 2 -> 3 adds the flows' timeout, timeout policy and time, start delay and id reuse
+    policy; a flow of the old database reads back with none of them set."""
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((Path(__file__).parent / "schema_v2.sql").read_text())
+    conn.execute("PRAGMA application_id = 3559")
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO flows (flow_id, run_id, flow_type, status, start_time, clock_offset) "
+                 "VALUES ('old', 'r1', 'PollingFlow', 'RUNNING', 1.0, 5.0)")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    flow = store.get_flow("old")
+    sched = store.schedule(None, "me")
+    store.close()
+    assert flow is not None and flow.is_running and flow.clock_offset == 5.0
+    assert (flow.timeout, flow.timeout_policy, flow.timeout_at, flow.start_delay, flow.id_reuse_policy) == \
+        (None, None, None, None, None)
+    assert sched.due is None  # no timeout: nothing is due
+    assert raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)] == [(3,)]
+    flow_columns = {r[1] for r in raw(path, "PRAGMA table_info(flows)")}
+    assert {"timeout", "timeout_policy", "timeout_at", "timeout_handler_options", "start_delay",
+            "id_reuse_policy"} <= flow_columns

@@ -1,0 +1,90 @@
+"""`dex run`'s start options (--timeout, --timeout-policy, --start-delay, --id-reuse-policy,
+--request-id) as the SDK's StartFlowOptions, and how `dex inspect` shows them.
+
+Policy values are the official SDK's enum values in kebab case (`allow-if-not-running`).
+Durations are whole seconds, as the SDK requires (`60s`, `15m`, `1h`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from dexcli.cli.config import format_duration, parse_duration
+from dexcli.cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from dexcli.sdk.results import StartFlowOptions
+
+TIMEOUT_POLICIES = ("default", "fail", "cancel", "handler")
+ID_REUSE_POLICIES = ("default", "allow-if-previous-failed", "allow-if-not-running", "allow-terminate-if-running",
+                     "disallow")
+TIMEOUT_POLICY_HELP = ("What the --timeout does when it passes: fail (FAILED, FLOW_TIMEOUT), cancel (CANCELED), "
+                       "handler (the flow's handle_timeout runs); default: handler if the flow overrides "
+                       "handle_timeout, else fail.")
+ID_REUSE_HELP = ("When --flow-id names an existing flow: " + ", ".join(ID_REUSE_POLICIES) +
+                 " (default and disallow refuse; the previous run is kept as <flow-id>$<run-id>).")
+
+
+def _whole_seconds(text: str | None, flag: str) -> timedelta | None:
+    if text is None:
+        return None
+    seconds = parse_duration(text, flag)
+    if not float(seconds).is_integer():
+        raise UsageError(f"{flag}: {text!r} is not whole seconds (Dex takes whole seconds)")
+    return timedelta(seconds=seconds)
+
+
+def _choice(text: str | None, flag: str, choices: tuple[str, ...]) -> str:
+    value = (text or "default").strip().lower().replace("_", "-")
+    if value not in choices:
+        raise UsageError(f"{flag} must be one of {', '.join(choices)}, not {text!r}")
+    return value.replace("-", "_")
+
+
+def start_options(timeout: str | None, timeout_policy: str | None, start_delay: str | None,
+                  id_reuse_policy: str | None, request_id: str | None) -> StartFlowOptions:
+    """The flags as StartFlowOptions; a bad value is a usage error (exit 2)."""
+    from dexcli.sdk.results import FlowTimeoutPolicy, IdReusePolicy, StartFlowOptions
+
+    policy = FlowTimeoutPolicy(_choice(timeout_policy, "--timeout-policy", TIMEOUT_POLICIES))
+    duration = _whole_seconds(timeout, "--timeout")
+    if policy is not FlowTimeoutPolicy.DEFAULT and not duration:
+        raise UsageError("--timeout-policy needs a positive --timeout")
+    if request_id is not None and not request_id.strip():
+        raise UsageError("--request-id must not be empty")
+    return StartFlowOptions(timeout=duration, timeout_policy=policy,
+                            start_delay=_whole_seconds(start_delay, "--start-delay"),
+                            id_reuse_policy=IdReusePolicy(_choice(id_reuse_policy, "--id-reuse-policy",
+                                                                  ID_REUSE_POLICIES)),
+                            request_id=request_id)
+
+
+def options_text(summary: dict[str, Any]) -> Text | None:
+    """` Options: timeout 1m (FAIL) · start delay 1h · id reuse ALLOW_IF_NOT_RUNNING` for
+    `dex inspect`, or None when the run was started with none."""
+    parts = []
+    if summary.get("timeout"):
+        fired = " fired" if summary.get("timeoutFired") else ""
+        parts.append(f"timeout {format_duration(summary['timeout'])} ({summary.get('timeoutPolicy')}){fired}")
+    if summary.get("startDelay"):
+        parts.append(f"start delay {format_duration(summary['startDelay'])}")
+    if summary.get("idReusePolicy"):
+        parts.append(f"id reuse {summary['idReusePolicy']}")
+    return Text(" Options: " + " · ".join(parts), style="dim") if parts else None
+
+
+def history_text(e: dict[str, Any]) -> str:
+    """What a FlowStarted or FlowTimedOut line adds about the start options."""
+    if e["type"] == "FlowTimedOut":
+        return f"{e.get('message', '')} → {e.get('timeoutPolicy')}"
+    extra = []
+    if e.get("startDelay"):
+        extra.append(f"delayed {format_duration(e['startDelay'])}")
+    if e.get("timeout"):
+        extra.append(f"timeout {format_duration(e['timeout'])} ({e.get('timeoutPolicy')})")
+    if e.get("previousRunId"):
+        extra.append(f"replaces run {e['previousRunId']}")
+    return (" · " + " · ".join(extra)) if extra else ""

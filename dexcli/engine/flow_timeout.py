@@ -1,0 +1,141 @@
+"""A flow's timeout (StartFlowOptions.timeout, FlowTimeoutPolicy, Flow.handle_timeout) and
+the start options that go with it, as Dex applies them.
+
+The timeout is one durable time on the flow row (`timeout_at` = start + timeout): the
+scheduler's one schedule read includes it, `Engine.claim` fires what is due through
+`flow_timeout`, so it survives restarts and `--time-skip` / virtual time jump to it.
+
+    FAIL     the flow FAILED with FLOW_TIMEOUT, "Flow timed out after N seconds"
+    CANCEL   the flow CANCELED with the same message
+    HANDLER  `sys:timeout_handler-1` is queued: handle_timeout runs as a step's execute
+             (its limits and retries from FlowTimeoutHandlerOptions) and its decision applies
+
+Open step executions under FAIL and CANCEL end CANCELED with their attempts fenced, as when a
+client stops the flow (Dex closes the run; nothing of it runs on). Under HANDLER they go on:
+the handler's decision decides (force_complete / force_fail end them, graceful_complete waits
+for them). A flow that ends before its timeout never sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.timeout_step import TIMEOUT_STEP, has_timeout_handler, timeout_handler_spec
+from dexcli.engine.transitions import Closed, NextStep, close, queue_step
+from dexcli.sdk.errors import DexError, NotSupportedYetError
+from dexcli.sdk.options import ResolvedOptions, StepOptions
+from dexcli.sdk.registry import FlowDefinition
+from dexcli.sdk.results import FlowTimeoutHandlerOptions, FlowTimeoutPolicy, StartFlowOptions
+from dexcli.store import FlowState, StartSettings, StepRecord, Tx
+
+TIMEOUT_SOURCE = "__timeout__"  # the handler step's from_step_execution_id
+
+
+def seconds(duration: timedelta | None, what: str) -> float | None:
+    """A start option's duration in seconds, checked as the official SDK checks it."""
+    if duration is None:
+        return None
+    if not isinstance(duration, timedelta):
+        raise TypeError(f"StartFlowOptions({what}=...) takes a timedelta, not {type(duration).__name__}")
+    value = duration.total_seconds()
+    if value < 0 or not value.is_integer() or value > 2**31 - 1:
+        raise ValueError(f"StartFlowOptions({what}=...): duration must be whole seconds within int32")
+    return value
+
+
+def resolve_policy(definition: FlowDefinition, timeout: float | None, policy: FlowTimeoutPolicy) -> str | None:
+    """The policy a start applies (the official SDK's rule), by name; None without a timeout."""
+    if not timeout:
+        if policy is not FlowTimeoutPolicy.DEFAULT:
+            raise ValueError("Flow timeout policy requires a positive timeout")
+        return None
+    handler = has_timeout_handler(definition.flow)
+    if policy is FlowTimeoutPolicy.DEFAULT:
+        return "HANDLER" if handler else "FAIL"
+    if policy is FlowTimeoutPolicy.HANDLER and not handler:
+        raise ValueError(f"Flow {definition.flow_type} has no handle_timeout override")
+    return policy.name
+
+
+def start_settings(options: StartFlowOptions, definition: FlowDefinition, definitions: Definitions) -> StartSettings:
+    """What a start stores of its options, checked before anything is written."""
+    timeout = seconds(options.timeout, "timeout")
+    delay = seconds(options.start_delay, "start_delay")
+    policy = resolve_policy(definition, timeout, options.timeout_policy)
+    handler_json = None
+    if options.timeout_handler_options is not None:
+        if policy != "HANDLER":
+            raise ValueError("timeout handler options require a positive timeout with HANDLER policy")
+        handler_json = _handler_options(options.timeout_handler_options, definition, definitions).to_json()
+    return StartSettings(timeout or None, policy, handler_json, delay or None, options.id_reuse_policy.name)
+
+
+def _handler_options(o: FlowTimeoutHandlerOptions, definition: FlowDefinition, definitions: Definitions
+                     ) -> ResolvedOptions:
+    loads = [n for n in ("lock_attributes", "load_attribute_maps", "load_attribute_map_instances", "load_channels",
+                         "load_channel_maps", "load_channel_map_instances") if getattr(o, n)]
+    if loads:
+        raise NotSupportedYetError(f"FlowTimeoutHandlerOptions({', '.join(loads)}): dex does not apply this yet; "
+                                   "the flow was not started")
+    spec = timeout_handler_spec(definition)
+    assert spec is not None  # the HANDLER policy needs handle_timeout
+    opts = StepOptions(execute_method_timeout=o.method_timeout, heartbeat_timeout=o.heartbeat_timeout,
+                       execute_retry=o.retry, execute_durability=o.durability)
+    if o._failure_target is not None:
+        opts = opts.on_execute_failure_proceed_to(o._failure_target, o._failure_options)
+    return definitions.options(definition, spec, opts)
+
+
+@dataclass(frozen=True, slots=True)
+class TimedOut:
+    """A flow's timeout fired: how it closed (FAIL, CANCEL), or the handler step queued (HANDLER)."""
+
+    flow_id: str
+    policy: str
+    closed: Closed | None
+    handler: StepRecord | None
+
+
+def flow_timeout(tx: Tx, flow_id: str, now: float, definitions: Definitions) -> TimedOut | None:
+    """Fire the flow's timeout if it is due and has not fired; None otherwise (or when the
+    flow's code cannot be loaded here for its handler: then the flow is unloadable)."""
+    flow = tx.get_flow(flow_id)
+    if flow is None or not flow.is_running or flow.timeout_at is None or flow.timeout_at > now:
+        return None
+    policy = flow.timeout_policy or "FAIL"
+    handler: tuple[Any, ResolvedOptions] | None = None
+    if policy == "HANDLER":
+        try:
+            definition = definitions.get(flow.flow_type, flow.flow_ref)
+        except DexError as exc:
+            definitions.unloadable[flow_id] = str(exc)
+            return None
+        spec = timeout_handler_spec(definition)
+        if spec is None:
+            definitions.unloadable[flow_id] = f"flow {flow.flow_type} no longer has a handle_timeout"
+            return None
+        opts = ResolvedOptions.from_json(flow.timeout_handler_options) if flow.timeout_handler_options \
+            else definitions.options(definition, spec, StepOptions())
+        handler = (spec, opts)
+    if not tx.take_flow_timeout(flow_id):
+        return None
+    message = f"Flow timed out after {flow.timeout or 0:g} seconds"
+    tx.add_event(flow_id, now, "FlowTimedOut", {"timeout": flow.timeout, "timeoutPolicy": policy,
+                                                "message": message})
+    if handler is not None:
+        numbers = tx.next_step_number(flow_id, TIMEOUT_STEP)
+        step = queue_step(tx, flow_id, NextStep(handler[0], "null", handler[1]), TIMEOUT_SOURCE, now, numbers)
+        return TimedOut(flow_id, policy, None, step)
+    closed = Closed(FlowState.FAILED, "FLOW_TIMEOUT", message) if policy == "FAIL" \
+        else Closed(FlowState.CANCELED, None, message)
+    close(tx, flow_id, now, closed)
+    return TimedOut(flow_id, policy, closed, None)
+
+
+def fire_due(tx: Tx, now: float, flow_ids: list[str] | None, definitions: Definitions) -> list[TimedOut]:
+    """Fire every due flow timeout among `flow_ids` (None: all flows)."""
+    fired = (flow_timeout(tx, fid, now, definitions) for fid in tx.due_flow_timeouts(now, flow_ids))
+    return [x for x in fired if x is not None]

@@ -1,0 +1,78 @@
+"""Every state change of a flow, as one function over one transaction.
+
+Each function takes the transaction, the facts it needs and `now`, writes rows and history,
+and returns what happened as a record; the engine commits it (often with others: see
+dexcli.engine.batch) and acts on the result after COMMIT. None of them keeps state, starts
+tasks or reports events. A write for an attempt this process no longer owns raises `Fenced`
+and the caller's transaction is rolled back.
+
+    start      a flow row, its start step queued (or leased), FlowStarted
+    lease      a queued or backing-off step's next attempt, to one owner
+    heartbeat  an attempt's heartbeat, checkpoint and Stream messages
+    complete   an attempt's decision: next steps, collected output, StepExecuteCompleted, maybe close
+    fail       a failed attempt: retry after backoff, or recovery step / close once exhausted
+    reap       another process's attempt whose deadline passed: declared lost, then `fail`
+    stop       a client's cancel / terminate / fail
+    close      the flow's end: open steps cancelled, FlowClosed"""
+
+from dexcli.engine.transitions.flows import (
+    Started,
+    StartRequest,
+    close,
+    start,
+    stop,
+)
+from dexcli.engine.transitions.outcomes import (
+    Completed,
+    Decision,
+    Failed,
+    Failure,
+    complete,
+    fail,
+    reap,
+)
+from dexcli.engine.transitions.steps import (
+    START_SOURCE,
+    AttemptKey,
+    Closed,
+    Fenced,
+    Leased,
+    NextStep,
+    Outputs,
+    heartbeat,
+    lease,
+    leased,
+    method_options,
+    queue_step,
+    release,
+    unlock,
+)
+
+__all__ = [
+    "AttemptKey",
+    "Closed",
+    "Completed",
+    "Decision",
+    "Failed",
+    "Failure",
+    "Fenced",
+    "Leased",
+    "NextStep",
+    "Outputs",
+    "START_SOURCE",
+    "StartRequest",
+    "Started",
+    "close",
+    "complete",
+    "fail",
+    "heartbeat",
+    "lease",
+    "leased",
+    "method_options",
+    "queue_step",
+    "reap",
+    "release",
+    "start",
+    "stop",
+    "unlock",
+]

@@ -1,0 +1,110 @@
+"""A flow's start (with its start options and id reuse), its close, and a client's stop."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from dexcli.engine.deadlines import iso
+from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
+from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
+from dexcli.sdk.registry import FlowDefinition
+from dexcli.store import FlowState, StartSettings, Tx
+
+
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    definition: FlowDefinition
+    start: NextStep
+    flow_id: str
+    flow_ref: str | None
+    request_id: str | None
+    ignore_already_started: bool
+    settings: StartSettings = StartSettings()  # timeout, start delay, id reuse policy
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    run_id: str
+    created: bool  # False: the same request had already started it
+    leased: Leased | None = None
+    terminated: Closed | None = None  # the previous run, terminated by ALLOW_TERMINATE_IF_RUNNING
+
+
+def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> Started:
+    """Create the flow and queue its start step (leased to `owner` when given, unless it has a
+    start delay). A taken flow id is refused before anything is written (or answered with the
+    existing run for the same request id under ignore_already_started), unless the id reuse
+    policy lets a new run replace the old one (dexcli.engine.id_reuse)."""
+    run_id, request_id, s = str(uuid.uuid4()), req.request_id or str(uuid.uuid4()), req.settings
+    args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, req.start.input_json, request_id, now)
+    previous = None
+    if not tx.insert_flow_if_new(*args):
+        from dexcli.engine.id_reuse import allows, make_room  # id_reuse builds on this module
+
+        existing = tx.get_flow(req.flow_id)
+        assert existing is not None
+        if not allows(s.id_reuse_policy or "DEFAULT", existing):
+            if req.ignore_already_started and req.request_id and existing.request_id == req.request_id:
+                return Started(existing.run_id, False)
+            raise FlowAlreadyStartedError(
+                f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
+        previous = make_room(tx, existing, s.id_reuse_policy or "DEFAULT", run_id, now)
+        tx.insert_flow_if_new(*args)
+    if not s.is_default:
+        tx.set_start_settings(req.flow_id, s, now)
+    delay = s.start_delay or 0.0
+    if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
+        owner = None
+    step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
+    tx.add_event(req.flow_id, now, "FlowStarted", {
+        "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
+        "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
+        **_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
+    })
+    got = None if step.lease_owner is None or delay else leased(tx, step, run_id, req.start.spec, req.definition)
+    return Started(run_id, True, got, previous.terminated if previous else None)
+
+
+def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
+    """The start options FlowStarted records (only those given)."""
+    out: dict[str, Any] = {}
+    if s.timeout:
+        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy, timeoutTime=iso(now + s.timeout))
+    if s.start_delay:
+        out.update(startDelay=s.start_delay, startStepEligibleTime=iso(now + s.start_delay))
+    if s.id_reuse_policy not in (None, "DEFAULT"):
+        out["idReusePolicy"] = s.id_reuse_policy
+    return out
+
+
+def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | None = None,
+          open_steps: bool = True) -> None:
+    """End the flow: its open steps cancelled (`open_steps=False`: the caller counted none),
+    FlowClosed with the collected results. A flow that has already ended is left as it is."""
+    if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions):
+        return
+    if open_steps:
+        tx.cancel_open_steps(flow_id, now)
+    if completions is None:
+        flow = tx.get_flow(flow_id)
+        completions = flow.completions if flow else "[]"
+    tx.add_event(flow_id, now, "FlowClosed", {"flowStatus": closed.status.value, "errorType": closed.error_type,
+                                              "errorMessage": closed.message, "results": json.loads(completions)})
+
+
+_STOPS = {"CANCEL": Closed(FlowState.CANCELED), "TERMINATE": Closed(FlowState.TERMINATED),
+          "FAIL": Closed(FlowState.FAILED, "CLIENT_API_FAILED")}
+
+
+def stop(tx: Tx, flow_id: str, stop_type: str, reason: str | None, now: float) -> Closed:
+    """A client stops a running flow: CANCEL, TERMINATE or FAIL."""
+    flow = tx.get_flow(flow_id)
+    if flow is None or not flow.is_running:
+        state = "not found" if flow is None else f"already {flow.status.value}"
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}")
+    kind = _STOPS[stop_type]
+    close(tx, flow_id, now, Closed(kind.status, kind.error_type, reason or f"stopped ({stop_type.lower()})"))
+    return Closed(kind.status, kind.error_type, reason)

@@ -1,0 +1,233 @@
+"""What an ended attempt does to its step: complete (the decision applied), fail (retry,
+recovery route or the flow's end), and reap (another process's expired attempt)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dexcli.engine.deadlines import earliest_deadline, iso, timeout_detail
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions.flows import close
+from dexcli.engine.transitions.steps import (
+    AttemptKey,
+    Closed,
+    Fenced,
+    Leased,
+    NextStep,
+    leased,
+    method_options,
+    queue_step,
+    unlock,
+)
+from dexcli.sdk.decisions import DecisionKind
+from dexcli.sdk.options import ResolvedOptions
+from dexcli.sdk.registry import FlowDefinition
+from dexcli.store import AttemptOutcome, FlowState, Method, StepRecord, StepState, Tx
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A handler's decision, checked and encoded: its kind, next steps, output JSON, reason."""
+
+    kind: DecisionKind
+    next_steps: tuple[NextStep, ...]
+    output: Any  # JSON-ready value, when has_output
+    has_output: bool
+    reason: str | None
+    cancels: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # (flow-wide, sibling) step types
+    empty_channels: tuple[str, ...] = ()  # force_complete_if_channels_empty: completes only if these are empty
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    summary: dict[str, Any]  # the decision as history and `dex inspect` show it
+    closed: Closed | None
+    leased: tuple[Leased, ...]
+
+
+def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
+             definition: FlowDefinition, now: float, lease_next: bool,
+             extra: dict[str, Any] | None = None) -> Completed:
+    """Apply an attempt's decision: create its next steps (their first attempts leased to this
+    owner with `lease_next`), collect its output, record StepExecuteCompleted, and close the
+    flow when the decision or an idle graceful completion ends it."""
+    plan = decision.next_steps
+    numbered = tx.get_flow_numbering(key.flow_id, plan[0].spec.step_type) if plan else None
+    flow = numbered[0] if numbered else tx.get_flow(key.flow_id)
+    if flow is None or not flow.is_running:
+        raise Fenced()
+    owner = key.owner if lease_next else None
+    created = []
+    for i, nxt in enumerate(plan):
+        numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
+            tx.next_step_number(key.flow_id, nxt.spec.step_type)
+        created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
+    summary = _summary(decision, created)
+    if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, json.dumps(summary), now):
+        raise Fenced()
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
+    unlock(tx, step, now)
+    completions = _collect(flow.completions, decision, step)
+    tx.add_event(key.flow_id, now, "StepExecuteCompleted", {
+        "stepExecutionId": key.seid, "fromStepExecutionId": step.from_step_execution_id,
+        "stepType": step.step_type, "attempt": key.attempt, "startedTime": iso(started),
+        "duration": round(now - started, 6), "decision": summary, **(extra or {}),
+    })
+    graceful = flow.graceful or decision.kind is DecisionKind.GRACEFUL_COMPLETE
+    closed, idle = _closing(tx, key.flow_id, decision, graceful)
+    if closed is not None:
+        close(tx, key.flow_id, now, closed, completions or flow.completions, open_steps=not idle)
+        return Completed(summary, closed, ())
+    if completions is not None or graceful != flow.graceful:
+        tx.set_flow_outputs(key.flow_id, completions, graceful)
+    got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
+                if s.lease_owner is not None) \
+        if lease_next else ()
+    return Completed(summary, None, got)
+
+
+def _summary(decision: Decision, created: list[StepRecord]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"kind": decision.kind.value}
+    if created:
+        pairs = zip(created, decision.next_steps, strict=True)
+        summary["next"] = [{"stepType": s.step_type, "stepExecutionId": s.step_execution_id,
+                            "input": json.loads(n.input_json)} for s, n in pairs]
+    if decision.has_output:
+        summary["output"] = decision.output
+    if decision.reason is not None:
+        summary["reason"] = decision.reason
+    return summary
+
+
+def _collect(completions: str, decision: Decision, step: StepRecord) -> str | None:
+    """The flow's collected outputs with this decision's added, or None when it adds none."""
+    if not decision.has_output or decision.kind not in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
+        return None
+    items = json.loads(completions)
+    items.append({"stepType": step.step_type, "stepExecutionId": step.step_execution_id, "output": decision.output})
+    return json.dumps(items)
+
+
+def _closing(tx: Tx, flow_id: str, decision: Decision, graceful: bool) -> tuple[Closed | None, bool]:
+    """(how the flow closes now, or None; whether it is idle, i.e. has no open step)."""
+    if decision.kind is DecisionKind.FORCE_COMPLETE:
+        return Closed(FlowState.COMPLETED), False
+    if decision.kind is DecisionKind.FORCE_FAIL:
+        return Closed(FlowState.FAILED, "STEP_DECISION_FAILED", decision.reason), False
+    if graceful and tx.active_step_count(flow_id) == 0:
+        return Closed(FlowState.COMPLETED), True
+    return None, False
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    error_type: str  # `module.QualName`, or a timeout kind
+    detail: str
+    at: float  # when it failed (a deadline, for timeouts)
+    outcome: AttemptOutcome = AttemptOutcome.FAILED
+    delay_override: float | None = None  # retry_after
+    fatal: bool = False  # retrying cannot help: the flow fails with INVALID_USER_FLOW_CODE
+    stack_trace: str | None = None  # the user code's traceback, innermost frame first
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    retry: bool
+    next_attempt_at: float | None = None
+    delay: float | None = None
+    reason: str | None = None  # why no retry: fatal, attempts exhausted, TotalDuration spent
+    recovery_step_execution_id: str | None = None
+    closed: Closed | None = None
+
+
+def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definitions: Definitions,
+         now: float) -> Failed:
+    """Record a failed attempt of `step` (as it was when the attempt started); schedule the
+    retry, or once none is left route to the execute-failure step or fail the flow."""
+    opts = method_options(step)
+    flow = tx.get_flow(step.flow_id)
+    if flow is None or not flow.is_running:
+        raise Fenced()
+    f, seid, attempt = failure, step.step_execution_id, step.attempt
+    # interrupted attempts do not count; each method counts its own attempts
+    tries = step.method_attempt - tx.interrupted_attempts(step.flow_id, seid, step.method_base)
+    delay = f.delay_override if f.delay_override is not None else opts.delay_after(tries)
+    attempts_left = opts.attempts_left(tries)
+    time_left = (f.at + delay) - step.scheduled_at < opts.total_duration
+    if not f.fatal and attempts_left and time_left:
+        next_at = max(f.at + delay, now)
+        if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
+            raise Fenced()
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+        unlock(tx, step, now)
+        return Failed(True, next_at, delay)
+    unlock(tx, step, now)
+    why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
+    proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
+    if proceed:
+        from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
+        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+        _failed_event(tx, step, f, why, None)
+        proceed_after_wait_failure(tx, step, definitions, now)
+        return Failed(False, reason=why)
+    if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
+        raise Fenced()
+    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+    recovery_id = None
+    if opts.failure_step and not f.fatal and step.method is Method.EXECUTE:
+        recovery_id = _recover(tx, flow.flow_type, flow.flow_ref, step, opts, f, definitions)
+    _failed_event(tx, step, f, why, recovery_id)
+    if recovery_id is not None:
+        return Failed(False, reason=why, recovery_step_execution_id=recovery_id)
+    tries_text = f"{step.method_attempt} attempt{'s' if step.method_attempt != 1 else ''}"
+    method = "wait_for" if step.method is Method.WAIT_FOR else ""
+    if f.fatal:
+        closed = Closed(FlowState.FAILED, "INVALID_USER_FLOW_CODE", f"{seid}: {f.detail}")
+    else:
+        closed = Closed(FlowState.FAILED, "WORKER_API_FAILED",
+                        f"{seid}{' ' + method if method else ''} failed after {tries_text} "
+                        f"({why}): {f.error_type}: {f.detail}")
+    close(tx, step.flow_id, f.at, closed)
+    return Failed(False, reason=why, closed=closed)
+
+
+def _failed_event(tx: Tx, step: StepRecord, f: Failure, why: str, recovery_id: str | None) -> None:
+    """StepExecuteFailed (or StepWaitForFailed): the method failed for good."""
+    kind = "StepWaitForFailed" if step.method is Method.WAIT_FOR else "StepExecuteFailed"
+    tx.add_event(step.flow_id, f.at, kind, {
+        "stepExecutionId": step.step_execution_id, "fromStepExecutionId": step.from_step_execution_id,
+        "stepType": step.step_type, "attempt": step.method_attempt, "errorType": f.error_type, "detail": f.detail,
+        "reason": why, "recoveryStepExecutionId": recovery_id, "stackTrace": f.stack_trace,
+    })
+
+
+def _recover(tx: Tx, flow_type: str, flow_ref: str | None, step: StepRecord, opts: ResolvedOptions,
+             f: Failure, definitions: Definitions) -> str:
+    """Queue the execute-failure step with the failed step's input and its error."""
+    assert opts.failure_step is not None
+    definition = definitions.get(flow_type, flow_ref)
+    spec = definition.steps[opts.failure_step]
+    rec_opts = opts.failure_step_options or definitions.options(definition, spec)
+    nxt = NextStep(spec, step.input or "null", rec_opts)
+    numbers = tx.next_step_number(step.flow_id, spec.step_type)
+    return queue_step(tx, step.flow_id, nxt, step.step_execution_id, f.at, numbers,
+                       recovery_error={"detail": f.detail, "error_type": f.error_type}).step_execution_id
+
+
+def reap(tx: Tx, seen: StepRecord, definitions: Definitions, now: float) -> tuple[Failure, Failed] | None:
+    """Declare lost an attempt of another process whose first deadline has passed, if it is
+    still as `seen` (then the retry policy goes on, as for any failed attempt)."""
+    fresh = tx.get_step(seen.flow_id, seen.step_execution_id)
+    if (fresh is None or fresh.status is not StepState.RUNNING or fresh.attempt != seen.attempt
+            or fresh.lease_owner != seen.lease_owner):
+        return None
+    assert fresh.attempt_deadline is not None and fresh.heartbeat_deadline is not None
+    at, kind = earliest_deadline(fresh.attempt_deadline, fresh.heartbeat_deadline, fresh.total_deadline)
+    opts = method_options(fresh)
+    failure = Failure(kind, timeout_detail(kind, opts), at, AttemptOutcome.LOST)
+    try:
+        return failure, fail(tx, fresh, fresh.lease_owner, failure, definitions, now)
+    except Fenced:
+        return None

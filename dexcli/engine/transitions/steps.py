@@ -1,0 +1,170 @@
+"""Step executions: queue, lease (attribute locks taken first), heartbeat, release; the
+records they hand out (NextStep, Leased, AttemptKey, Outputs, Closed) and `Fenced`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
+from dexcli.sdk.registry import FlowDefinition, StepSpec
+from dexcli.sdk.stream import Stream
+from dexcli.store import AttemptOutcome, FlowState, Method, Runnable, StepRecord, StepState, Tx
+
+START_SOURCE = "__start__"
+
+
+class Fenced(Exception):
+    """The attempt no longer owns its step (taken over, or the flow closed): nothing applies."""
+
+
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """A step execution to create: resolved and encoded before anything is written."""
+
+    spec: StepSpec
+    input_json: str
+    options: ResolvedOptions
+    wait_options: ResolvedOptions | None = None  # the wait_for method's, for a step that has one
+
+
+@dataclass(frozen=True, slots=True)
+class Leased:
+    """A step whose attempt was leased to this process in the transaction; it starts after COMMIT."""
+
+    step: StepRecord
+    run_id: str
+    spec: StepSpec
+    definition: FlowDefinition
+    options: ResolvedOptions  # the leased method's
+    queue_counts: dict[str, int] = field(default_factory=dict)  # pending channel messages when leased
+    attributes: dict[str, str] = field(default_factory=dict)  # the attribute snapshot (key -> JSON)
+
+
+def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: FlowDefinition) -> Leased:
+    """The record of a step leased in this transaction, with the snapshot its handler reads:
+    channel sizes and attributes (its loaded maps included), read after this transaction's writes."""
+    opts = method_options(step)
+    counts = tx.queue_counts(step.flow_id) if definition.channels else {}
+    attrs = tx.attributes_of(step.flow_id, opts.loads) if definition.attributes else {}
+    return Leased(step, run_id, spec, definition, opts, counts, attrs)
+
+
+def unlock(tx: Tx, step: StepRecord, now: float) -> None:
+    """The attempt of a method that holds attribute locks ended: free them, wake their waiters."""
+    if method_options(step).locks:
+        tx.release_locks(step.flow_id, step.step_execution_id, now)
+
+
+def method_options(step: StepRecord) -> ResolvedOptions:
+    """The limits of the method the step's attempts run now (wait_for's, or execute's)."""
+    if step.method is Method.WAIT_FOR and step.wait_options is not None:
+        return ResolvedOptions.from_json(step.wait_options)
+    return ResolvedOptions.from_json(step.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    status: FlowState
+    error_type: str | None = None
+    message: str | None = None
+
+
+def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, numbers: tuple[int, int],
+                owner: str | None = None, recovery_error: dict[str, str] | None = None) -> StepRecord:
+    """Insert a step execution, QUEUED, or RUNNING with attempt 1 leased to `owner`."""
+    n, seq = numbers
+    waits = nxt.spec.has_wait_for
+    wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if waits else None
+    opts = wait_opts or nxt.options  # the first method's limits
+    seid = f"{nxt.spec.step_type}-{n}"
+    conflict = tx.try_locks(flow_id, opts.locks, seid, now) if opts.locks and owner is not None else None
+    if conflict is not None:
+        owner = None  # queued: it waits for the lock like any other
+    is_leased = owner is not None
+    step = StepRecord(
+        flow_id=flow_id, step_execution_id=seid, step_type=nxt.spec.step_type, seq=seq,
+        from_step_execution_id=from_seid, input=nxt.input_json, options=nxt.options.to_json(),
+        status=StepState.RUNNING if is_leased else StepState.QUEUED, attempt=1 if is_leased else 0,
+        scheduled_at=now, first_attempt_at=now if is_leased else None,
+        next_attempt_at=None if is_leased else now, lease_owner=owner,
+        attempt_started_at=now if is_leased else None, last_heartbeat_time=None,
+        heartbeat_deadline=now + opts.heartbeat_timeout if is_leased else None,
+        attempt_deadline=now + opts.method_timeout if is_leased else None,
+        total_deadline=now + opts.total_duration, heartbeat_value=None, has_heartbeat_value=False,
+        recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None,
+        method=Method.WAIT_FOR if waits else Method.EXECUTE,
+        wait_options=wait_opts.to_json() if wait_opts is not None else None)
+    tx.insert_step(step)
+    if conflict is not None:
+        tx.wait_for_lock(flow_id, seid, conflict[0], now)
+    if owner is not None:
+        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
+    return step
+
+
+def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner: str, now: float) -> Leased | None:
+    """Lease the next attempt of a runnable step, if nobody else did first."""
+    opts = method_options(r.step)
+    hb_deadline, at_deadline = now + opts.heartbeat_timeout, now + opts.method_timeout
+    conflict = tx.try_locks(r.step.flow_id, opts.locks, r.step.step_execution_id, now) if opts.locks else None
+    if conflict is not None:  # another step or RPC holds one: wait for it (woken on release)
+        tx.wait_for_lock(r.step.flow_id, r.step.step_execution_id, conflict[0], now)
+        return None
+    if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline):
+        return None
+    attempt = r.step.attempt + 1
+    tx.insert_attempt(r.step.flow_id, r.step.step_execution_id, attempt, owner, now, r.step.method.value)
+    step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
+                         attempt_started_at=now, first_attempt_at=r.step.first_attempt_at or now,
+                         heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
+                         last_heartbeat_time=None, lock_wait=None)
+    return leased(tx, step, r.run_id, spec, definition)
+
+
+def _replace_step(step: StepRecord, **changes: Any) -> StepRecord:
+    return replace(step, **changes)
+
+
+@dataclass
+class Outputs:
+    """An attempt's heartbeats and Stream messages since its last commit."""
+
+    last_time: float = 0.0
+    checkpoint: tuple[bool, str | None] | None = None  # (has value, JSON) when set or cleared
+    heartbeats: int = 0
+    streams: list[tuple[Stream[Any], str, float, int]] = field(default_factory=list)  # (stream, JSON, at, size)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptKey:
+    flow_id: str
+    seid: str
+    attempt: int
+    owner: str
+
+
+def heartbeat(tx: Tx, key: AttemptKey, flow_type: str, heartbeat_timeout: float,
+              out: Outputs) -> list[int | None] | None:
+    """Record an attempt's outputs. Returns each Stream message's resume token (None: it could
+    never fit and was dropped), or None when the attempt is fenced (nothing written)."""
+    if not tx.record_heartbeat(key.flow_id, key.seid, key.owner, key.attempt, out.last_time,
+                               out.last_time + heartbeat_timeout, out.checkpoint):
+        return None
+    tokens = [tx.append_stream(flow_type, stream.name, key.flow_id, f"#{key.seid}", text, at, size,
+                               stream.stream_capacity_bytes)
+              for stream, text, at, size in out.streams]
+    tx.bump_attempt_counters(key.flow_id, key.seid, key.attempt, out.heartbeats, len(out.streams), out.last_time)
+    return tokens
+
+
+def release(tx: Tx, key: AttemptKey, now: float) -> bool:
+    """This process stops cleanly while the attempt runs: the attempt ends INTERRUPTED and its
+    step is runnable again at once (the next attempt reads the last checkpoint). An interrupted
+    attempt does not count against maximum_attempts. False when the attempt was no longer ours."""
+    if not tx.release_step(key.flow_id, key.seid, key.owner, key.attempt, now):
+        return False
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.INTERRUPTED, None,
+                   "its process stopped (Ctrl-C, SIGTERM or a closed output); the step runs again on resume")
+    return True

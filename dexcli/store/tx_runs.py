@@ -1,0 +1,80 @@
+"""The statements of a flow's start options and runs (mixed into `Tx`): its timeout, start
+delay and id reuse policy, the flow timeouts that are due, and archiving a closed run.
+
+A flow id names one run at a time (the flows table's key). When an id reuse policy lets a
+new run take the id, the previous run's rows move to the id `<flow_id>$<run_id>` (a flow id
+never contains `$`), so its steps, attempts and history stay readable (`dex inspect
+'<flow_id>$<run_id>'`). Stream messages stay under the flow id: a Stream instance is keyed by
+(flow type, stream, flow id), not by run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from dexcli.store.records import FLOW_COLUMNS
+
+ARCHIVE_SEPARATOR = "$"
+
+
+@dataclass(frozen=True, slots=True)
+class StartSettings:
+    """A run's start options, as stored (seconds; policies by name)."""
+
+    timeout: float | None = None
+    timeout_policy: str | None = None  # FAIL CANCEL HANDLER
+    timeout_handler_options: str | None = None  # ResolvedOptions JSON
+    start_delay: float | None = None
+    id_reuse_policy: str | None = None
+
+    @property
+    def is_default(self) -> bool:
+        """Nothing to store: no timeout, no delay, the DEFAULT id reuse policy."""
+        return not (self.timeout or self.start_delay or self.timeout_policy) and \
+            self.id_reuse_policy in (None, "DEFAULT")
+
+
+class RunStatements:
+    c: sqlite3.Connection
+
+    def set_start_settings(self, flow_id: str, settings: StartSettings, start_time: float) -> None:
+        """Record a new run's start options; its timeout fires at start_time + timeout."""
+        s = settings
+        timeout_at = start_time + s.timeout if s.timeout else None
+        self.c.execute(
+            "UPDATE flows SET timeout = ?, timeout_policy = ?, timeout_at = ?, timeout_handler_options = ?, "
+            "start_delay = ?, id_reuse_policy = ? WHERE flow_id = ?",
+            (s.timeout, s.timeout_policy, timeout_at, s.timeout_handler_options, s.start_delay,
+             s.id_reuse_policy, flow_id))
+
+    def due_flow_timeouts(self, now: float, flow_ids: list[str] | None) -> list[str]:
+        """Running flows whose timeout has come, earliest first."""
+        if flow_ids == []:
+            return []
+        sql = "SELECT flow_id FROM flows WHERE status = 'RUNNING' AND timeout_at <= ?"
+        args: list[Any] = [now]
+        if flow_ids is not None:
+            sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args += flow_ids
+        return [r[0] for r in self.c.execute(sql + " ORDER BY timeout_at", args).fetchall()]
+
+    def take_flow_timeout(self, flow_id: str) -> bool:
+        """The timeout of a running flow fires once: clear it. False when it already had."""
+        cur = self.c.execute("UPDATE flows SET timeout_at = NULL WHERE flow_id = ? AND status = 'RUNNING' "
+                             "AND timeout_at IS NOT NULL", (flow_id,))
+        return bool(cur.rowcount == 1)
+
+    def archive_run(self, flow_id: str, run_id: str) -> str:
+        """Move a closed run's rows to `<flow_id>$<run_id>`; returns that id."""
+        archived = f"{flow_id}{ARCHIVE_SEPARATOR}{run_id}"
+        cols = FLOW_COLUMNS.split(", ")
+        select = ", ".join("?" if c == "flow_id" else c for c in cols)
+        self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}) SELECT {select} FROM flows WHERE flow_id = ?",
+                       (archived, flow_id))
+        for table in ("steps", "attempts", "history", "channel_messages", "attributes", "search_attributes",
+                      "attribute_locks"):
+            self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
+        self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
+        return archived
