@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +112,14 @@ def open_connection(path: str, *, create: bool, synchronous: str) -> Connection:
     return conn
 
 
+def _schema_sql() -> str:
+    from importlib import resources  # only when a schema is written: not on every read path
+
+    return resources.files("dexcli.store").joinpath("schema.sql").read_text()
+
+
 def _create_schema(conn: Connection) -> None:
-    sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+    sql = _schema_sql()
     conn.execute("BEGIN IMMEDIATE")
     for stmt in _statements(sql):
         conn.execute(stmt)
@@ -153,7 +158,7 @@ def _migrate(conn: Connection, version: int) -> None:
             for stmt in MIGRATIONS[v]:
                 conn.execute(stmt)
         if current < SCHEMA_VERSION:
-            sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+            sql = _schema_sql()
             for stmt in _statements(sql):
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
