@@ -310,6 +310,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _shown(args: list[str]) -> list[str]:
+    """The command line for the report, with file paths cut to their names (no machine paths)."""
+    return [Path(a).name if os.sep in a else a for a in args]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -349,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"{name}: done in {time.perf_counter() - t0:.1f} s")
         meta = report.machine_info(workdir)
-        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *(argv or sys.argv[1:])]),
+        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *_shown(argv or sys.argv[1:])]),
                     dbos=dbos_note, config=cfg, started=started, quick=args.quick,
                     elapsed_s=time.time() - started,
                     load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)")
