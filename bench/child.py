@@ -11,11 +11,11 @@ from bench.common import emit
 
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
-    if scenario.startswith("dbos_"):
-        from bench import dbos_peer as mod
-    else:
-        from bench import dex_scenarios as mod  # type: ignore[no-redef]
-    fn = getattr(mod, scenario)
+    import importlib
+
+    modules = ("bench.dbos_peer",) if scenario.startswith("dbos_") else (
+        "bench.dex_scenarios", "bench.concurrent", "bench.waits")
+    fn = next(getattr(m, scenario) for m in map(importlib.import_module, modules) if hasattr(m, scenario))
     try:
         result = fn(**args)
     except Exception as exc:  # reported, not raised: the harness goes on with the others

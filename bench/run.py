@@ -23,12 +23,14 @@ from typing import Any
 from bench import report
 from bench.common import ROOT, child_argv, child_env, run_child
 
-SCENARIOS = ("throughput", "pollers", "virtual", "cli", "recovery")
+SCENARIOS = ("throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery")
 
-FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "pollers_1k": 1000, "dbos_pollers": 500,
-        "pollers_10k": 10000, "cli_flows": 100_000, "cli_runs": 15, "recovery_n": 1000, "raw_seconds": 2.0}
-QUICK = {"throughput_n": 10, "dbos_throughput_n": 10, "pollers_1k": 5, "dbos_pollers": 5,
-         "pollers_10k": 10, "cli_flows": 200, "cli_runs": 1, "recovery_n": 5, "raw_seconds": 0.2}
+FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "concurrent_n": 10_000, "dbos_concurrent_n": 2000,
+        "pollers_1k": 1000, "dbos_pollers": 500, "pollers_10k": 10000, "waits_n": 10_000, "rpc_n": 200,
+        "cli_flows": 100_000, "cli_runs": 15, "recovery_n": 1000, "raw_seconds": 2.0}
+QUICK = {"throughput_n": 10, "dbos_throughput_n": 10, "concurrent_n": 20, "dbos_concurrent_n": 10,
+         "pollers_1k": 5, "dbos_pollers": 5, "pollers_10k": 10, "waits_n": 10, "rpc_n": 5,
+         "cli_flows": 200, "cli_runs": 1, "recovery_n": 5, "raw_seconds": 0.2}
 
 
 def log(msg: str) -> None:
@@ -38,27 +40,77 @@ def log(msg: str) -> None:
 # ------------------------------------------------------------------------------ scenarios --
 def scenario_throughput(ctx: dict[str, Any]) -> dict[str, Any]:
     w, cfg = ctx["workdir"], ctx["cfg"]
-    out: dict[str, Any] = {}
-    log(f"throughput: dex, {cfg['throughput_n']} sequential ThreeStepFlow runs")
-    out["dex"] = median_run([run_child("throughput", {"db": str(w / f"throughput-{i}.db"), "n": cfg["throughput_n"]})
-                             for i in range(ctx["repeat"])], "flows_per_s")
+    dex_runs, dbos_runs = [], []
+    for i in range(ctx["repeat"]):  # interleaved: drift of a shared machine hits both alike
+        log(f"throughput {i + 1}/{ctx['repeat']}: dex, {cfg['throughput_n']} sequential ThreeStepFlow runs")
+        dex_runs.append(run_child("throughput", {"db": str(w / f"throughput-{i}.db"), "n": cfg["throughput_n"]}))
+        if ctx["dbos"]:
+            log(f"throughput {i + 1}/{ctx['repeat']}: DBOS, {cfg['dbos_throughput_n']} sequential workflows")
+            dbos_runs.append(run_child("dbos_throughput", {"db": str(w / f"dbos-throughput-{i}.sqlite"),
+                                                           "n": cfg["dbos_throughput_n"]}))
+    out: dict[str, Any] = {"dex": median_run(dex_runs, "flows_per_s")}
     log("throughput: raw SQLite single-row commits")
     out["sqlite"] = run_child("sqlite_raw", {"db": str(w / "raw.db"), "seconds": cfg["raw_seconds"]})
     if ctx["dbos"]:
-        log(f"throughput: DBOS, {cfg['dbos_throughput_n']} sequential workflows")
-        out["dbos"] = run_child("dbos_throughput", {"db": str(w / "dbos-throughput.sqlite"),
-                                                    "n": cfg["dbos_throughput_n"]})
+        out["dbos"] = median_run(dbos_runs, "flows_per_s")
+        out["ratio"] = pair_ratios(dex_runs, dbos_runs, "flows_per_s", "flows_per_s")
     return out
+
+
+def scenario_concurrent(ctx: dict[str, Any]) -> dict[str, Any]:
+    w, cfg = ctx["workdir"], ctx["cfg"]
+    n, dex_runs, dbos_runs = cfg["concurrent_n"], [], []
+    for i in range(ctx["repeat"]):
+        db = str(w / f"concurrent-{i}.db")
+        log(f"concurrent {i + 1}/{ctx['repeat']}: dex, {n} ThreeStepFlows started at once, one worker process")
+        started = run_child("concurrent_start", {"db": db, "n": n})
+        run = dict(started) if "error" in started else dict(run_child("concurrent_drain", {"db": db, "n": n}),
+                                                                **started)
+        if "error" not in run:
+            run["flows_per_s"] = n / (run["start_s"] + run["drain_s"])
+        dex_runs.append(run)
+        if ctx["dbos"]:
+            log(f"concurrent {i + 1}/{ctx['repeat']}: DBOS, {cfg['dbos_concurrent_n']} workflows started at once")
+            dbos_runs.append(run_child("dbos_concurrent", {"db": str(w / f"dbos-concurrent-{i}.sqlite"),
+                                                           "n": cfg["dbos_concurrent_n"]}))
+    out: dict[str, Any] = {"dex": median_run(dex_runs, "flows_per_s")}
+    if ctx["dbos"]:
+        out["dbos"] = median_run(dbos_runs, "flows_per_s")
+        out["ratio"] = pair_ratios(dex_runs, dbos_runs, "flows_per_s", "flows_per_s")
+        out["drain_ratio"] = pair_ratios(dex_runs, dbos_runs, "drain_flows_per_s", "flows_per_s")
+    return out
+
+
+def scenario_waits(ctx: dict[str, Any]) -> dict[str, Any]:
+    w, cfg = ctx["workdir"], ctx["cfg"]
+    timers, rpcs = [], []
+    for i in range(ctx["repeat"]):
+        log(f"waits {i + 1}/{ctx['repeat']}: {cfg['waits_n']} flows waiting on a 1 h timer and a channel")
+        timers.append(run_child("wait_timers", {"db": str(w / f"waits-{i}.db"), "n": cfg["waits_n"]}))
+        log(f"waits {i + 1}/{ctx['repeat']}: {cfg['rpc_n']} RPCs, invoke_rpc -> execute starts")
+        rpcs.append(run_child("wait_rpc_latency", {"db": str(w / f"rpc-{i}.db"), "n": cfg["rpc_n"]}))
+    return {"timers": median_run(timers, "fire_s"), "rpc": median_run(rpcs, "median_ms")}
 
 
 def median_run(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     """The median of repeated runs by `key` (this machine is shared and noisy), with every
-    run's value kept in `runs`."""
+    run's value kept in `runs` and the spread in `min`/`max`."""
     good = [r for r in runs if "error" not in r]
     if not good:
-        return runs[0]
+        return runs[0] if runs else {"error": "not run"}
     mid = sorted(good, key=lambda r: r[key])[len(good) // 2]
-    return dict(mid, runs=[round(r[key], 3) for r in good])
+    vals = [r[key] for r in good]
+    return dict(mid, runs=[round(v, 3) for v in vals], min=min(vals), max=max(vals), key=key,
+                failed_runs=len(runs) - len(good))
+
+
+def pair_ratios(a: list[dict[str, Any]], b: list[dict[str, Any]], key_a: str, key_b: str) -> dict[str, Any]:
+    """dex ÷ DBOS for each interleaved pair of runs: median, min, max."""
+    rs = sorted(x[key_a] / y[key_b] for x, y in zip(a, b, strict=False)
+                if "error" not in x and "error" not in y and y.get(key_b))
+    if not rs:
+        return {"error": "no pair of runs without an error"}
+    return {"median": rs[len(rs) // 2], "min": rs[0], "max": rs[-1], "runs": [round(r, 2) for r in rs]}
 
 
 def scenario_pollers(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +123,7 @@ def scenario_pollers(ctx: dict[str, Any]) -> dict[str, Any]:
     if ctx["dbos"]:
         if skip:
             out["dbos_1k"] = {"error": "skipped in --quick (real-time only)"}
-        else:
+        else:  # one run: it takes ~25 s of real time
             log(f"pollers: DBOS, {cfg['dbos_pollers']} fast pollers")
             out["dbos_1k"] = run_child("dbos_pollers", {"db": str(w / "dbos-pollers.sqlite"),
                                                         "n": cfg["dbos_pollers"]})
@@ -114,10 +166,10 @@ def _time_cmds(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> di
         if name in out:
             continue
         ts = sorted(times[name])
-        out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "cmd": " ".join(argv)}
+        out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "max_ms": ts[-1], "cmd": " ".join(argv)}
         if name != "baseline" and "error" not in out["baseline"]:
             over = sorted(t - b for t, b in zip(times[name], times["baseline"], strict=True))
-            out[name]["over_ms"] = over[len(over) // 2]
+            out[name].update(over_ms=over[len(over) // 2], over_min_ms=over[0], over_max_ms=over[-1])
     return out
 
 
@@ -140,11 +192,12 @@ def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
     if "error" not in built:
         cmds["list"] = [dex, "--db", str(db), "list"]
         cmds["inspect"] = [dex, "--db", str(db), "inspect", built["sample_id"]]
+        cmds["inspect_json"] = [dex, "--db", str(db), "inspect", built["sample_id"], "--json"]
     out = _time_cmds(cmds, cfg["cli_runs"], env)
     out["db"] = built
     out["runs"] = cfg["cli_runs"]
     if "error" in built:
-        out["list"] = out["inspect"] = {"error": "database not built: " + built["error"]}
+        out["list"] = out["inspect"] = out["inspect_json"] = {"error": "database not built: " + built["error"]}
     return out
 
 
@@ -236,8 +289,8 @@ def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
             "worker_kind": "dex worker" if use_cli else "Engine.run subprocess (dex worker unavailable)"}
 
 
-RUNNERS = {"throughput": scenario_throughput, "pollers": scenario_pollers, "virtual": scenario_virtual,
-           "cli": scenario_cli, "recovery": scenario_recovery}
+RUNNERS = {"throughput": scenario_throughput, "concurrent": scenario_concurrent, "pollers": scenario_pollers,
+           "waits": scenario_waits, "virtual": scenario_virtual, "cli": scenario_cli, "recovery": scenario_recovery}
 
 
 # ------------------------------------------------------------------------------ main -------
@@ -245,7 +298,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny N, time-skipping pollers (smoke test)")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of each dex throughput, pollers and virtual-time measurement; the median is reported")
+                    help="runs of each measurement (dex and DBOS interleaved); the median, min and max are reported")
     ap.add_argument("--only", default=",".join(SCENARIOS),
                     help=f"comma-separated subset of {','.join(SCENARIOS)}")
     ap.add_argument("--n", type=int, default=None, help="override the sequential throughput flow count")
@@ -255,6 +308,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="where to write RESULTS.md (default bench/RESULTS.md; '-' for nowhere)")
     ap.add_argument("--json", type=Path, default=None, help="also dump the raw results as JSON here")
     return ap.parse_args(argv)
+
+
+def _shown(args: list[str]) -> list[str]:
+    """The command line for the report, with file paths cut to their names (no machine paths)."""
+    return [Path(a).name if os.sep in a else a for a in args]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"{name}: done in {time.perf_counter() - t0:.1f} s")
         meta = report.machine_info(workdir)
-        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *(argv or sys.argv[1:])]),
+        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *_shown(argv or sys.argv[1:])]),
                     dbos=dbos_note, config=cfg, started=started, quick=args.quick,
                     elapsed_s=time.time() - started,
                     load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)")

@@ -12,22 +12,27 @@ the class.
 
 from __future__ import annotations
 
-import errno
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import typer
-from rich.console import Console
 
-from dexcli.cli.errors import CliError, NotFoundError
 from dexcli.cli.helptext import FullHelpGroup
-from dexcli.sdk.errors import DexError
+from dexcli.cli.shared import (
+    STATE,
+    db_path,
+    err_console,
+    open_store,
+    out_console,
+    print_error,
+    store_now,
+    user_error_types,
+    view_mode,
+)
 
-if TYPE_CHECKING:
-    from dexcli.store import Store
+__all__ = ["STATE", "app", "db_path", "err_console", "open_store", "out_console", "store_now", "time_app",
+           "user_error_types", "view_mode"]
 
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
                    "3 not found · 4 conflict · 130 interrupted · 137 injected crash · 141 output closed · "
@@ -66,19 +71,6 @@ def _hoist_global_options(args: list[str]) -> list[str]:
             out.append(a)
         i += 1
     return moved + out
-
-
-def user_error_types() -> tuple[type[Exception], ...]:
-    """The errors printed as one line: the CLI's, the SDK's and the store's. The store's module
-    is looked up only if something imported it: a command that never opened a database cannot
-    raise its error, and `dex --help` does not pay for importing the store."""
-    store_errors = sys.modules.get("dexcli.store.errors")
-    return (CliError, DexError) + ((store_errors.StoreError,) if store_errors is not None else ())
-
-
-def _print_error(message: str, code: int) -> NoReturn:
-    print(f"dex: error: {message.replace(chr(10), ' ')}", file=sys.stderr)
-    sys.exit(code)
 
 
 def _closed_output_exit(e: SystemExit) -> None:
@@ -122,11 +114,11 @@ class DexGroup(FullHelpGroup):
             ctx = getattr(e, "ctx", None)
             if isinstance(e, exc.UsageError) and ctx is not None:
                 hint = f" (see `{ctx.command_path} --help`)"
-            _print_error(f"{e.format_message()}{hint}", e.exit_code)
+            print_error(f"{e.format_message()}{hint}", e.exit_code)
         except Exception as e:
             if not isinstance(e, user_error_types()):
                 raise
-            _print_error(str(e), getattr(e, "exit_code", 2))
+            print_error(str(e), getattr(e, "exit_code", 2))
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -159,67 +151,6 @@ app = typer.Typer(
 time_app = typer.Typer(help="The database clock: show it, or move it forward for every process.",
                        invoke_without_command=True, cls=FullHelpGroup)
 app.add_typer(time_app, name="time")
-
-
-class State:
-    db_flag: str | None = None
-
-
-STATE = State()
-
-
-def _no_color() -> bool:
-    return bool(os.environ.get("NO_COLOR"))
-
-
-class _OutConsole(Console):
-    """stdout's console. A closed stdout is reported to whoever printed, as BrokenPipeError.
-    Rich's default points stdout at /dev/null and raises SystemExit in the printing thread: in
-    the live view's thread that ended the thread silently and hid the closed pipe from the
-    rest of dex (the drive went on, and stdout could no longer be seen to be closed)."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True  # nothing more is written
-        raise BrokenPipeError(errno.EPIPE, "stdout's reader went away")
-
-
-def out_console() -> Console:
-    width = None
-    if not sys.stdout.isatty():  # pipes and files: do not wrap at 80 columns
-        width = int(os.environ.get("COLUMNS", "0") or 0) or 160
-    return _OutConsole(no_color=_no_color(), highlight=False, soft_wrap=False, width=width)
-
-
-def err_console() -> Console:
-    return Console(stderr=True, no_color=_no_color(), highlight=False, soft_wrap=True)
-
-
-def db_path() -> Path:
-    from dexcli.cli.config import resolve_db
-
-    return resolve_db(STATE.db_flag)[0]
-
-
-def open_store(must_exist: bool = False) -> Store:
-    from dexcli.cli.config import busy_timeout_setting, synchronous_setting
-    from dexcli.store import Store
-
-    path = db_path()
-    if must_exist and not path.exists():
-        raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
-    return Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
-
-
-def store_now(store: Store) -> float:
-    import time
-
-    return time.time() + store.clock_offset()
-
-
-def view_mode(json_out: bool) -> str:
-    if json_out:
-        return "json"
-    return "live" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else "lines"
 
 
 def _version(value: bool) -> None:

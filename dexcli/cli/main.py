@@ -3,28 +3,46 @@
 This module is the table of contents: it registers each command, in the order `dex --help`
 lists them (flow plugins' commands come after `flows`, see dexcli.cli.plugin_cmds). Each
 command parses its arguments, makes one call into the engine or the store, and renders.
+
+The commands (and typer) load on first use of `app`: `dex inspect FLOW_ID [--json]` is served
+by dexcli.cli.quick without them.
 """
 
 from __future__ import annotations
 
-from dexcli.cli import admin_cmds, read_cmds, run_cmds, wait_cmds
-from dexcli.cli.app import app
+import sys
+from typing import TYPE_CHECKING, Any
 
-app.command()(run_cmds.run)
-app.command()(run_cmds.resume)
-app.command()(run_cmds.worker)
-app.command()(run_cmds.watch)
-app.command()(read_cmds.inspect)
-app.command("list")(read_cmds.list_flows)
-app.command()(read_cmds.flows)
-app.command()(run_cmds.stop)
-app.command()(wait_cmds.rpc)
-app.command("skip-timer")(wait_cmds.skip_timer)
-app.command()(read_cmds.doctor)
-app.command()(admin_cmds.init)
+if TYPE_CHECKING:
+    import typer
+
+_APP: list[typer.Typer] = []
 
 
-def _register_optional() -> None:
+def _register() -> typer.Typer:
+    if _APP:
+        return _APP[0]
+    from dexcli.cli import admin_cmds, read_cmds, run_cmds, wait_cmds
+    from dexcli.cli.app import app
+
+    app.command()(run_cmds.run)
+    app.command()(run_cmds.resume)
+    app.command()(run_cmds.worker)
+    app.command()(run_cmds.watch)
+    app.command()(read_cmds.inspect)
+    app.command("list")(read_cmds.list_flows)
+    app.command()(read_cmds.flows)
+    app.command()(run_cmds.stop)
+    app.command()(wait_cmds.rpc)
+    app.command("skip-timer")(wait_cmds.skip_timer)
+    app.command()(read_cmds.doctor)
+    app.command()(admin_cmds.init)
+    _register_optional(app)
+    _APP.append(app)
+    return app
+
+
+def _register_optional(app: typer.Typer) -> None:
     try:
         from dexcli.cli.graph_cmds import register
     except ImportError:
@@ -32,14 +50,20 @@ def _register_optional() -> None:
     register(app)
 
 
-_register_optional()
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    app()
+    from dexcli.cli.quick import run
+
+    run(sys.argv[1:])  # exits when it served the command
+    _register()()
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main"]  # noqa: F822 (app: __getattr__, on first use)
 
 if __name__ == "__main__":
     main()

@@ -30,22 +30,20 @@ def inspect(
                                     help="With --timeline: also write the picture as SVG to FILE."),
 ) -> None:
     """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
-    from dexcli.cli.render import inspect_view
-    from dexcli.engine.views import inspect_flow
+    from dexcli.cli.quick import show_inspect
 
     if svg is not None and not timeline:
         raise UsageError("--svg writes the timeline: add --timeline")
     if json_out and timeline:
         raise UsageError("--json and --timeline do not go together: choose one")
+    if not timeline:
+        show_inspect(flow_id, json_out)
+        return
+    from dexcli.engine.views import inspect_flow
+
     store = open_store(must_exist=True)
     snap = inspect_flow(store, flow_id, store_now(store))
-    if json_out:
-        print(json.dumps(snap, indent=2))
-        return
-    if timeline:
-        _print_timeline(snap, store.clock_offset(), svg)
-        return
-    out_console().print(inspect_view(snap, store.clock_offset()))
+    _print_timeline(snap, store.clock_offset(), svg)
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,8 @@ def owner_alive(owner: str | None) -> bool | None:
         return None
     host, _, rest = owner.partition(":")
     pid_s = rest.partition(":")[0]
+    import socket  # only for a lease's owner, not on every import
+
     if host != socket.gethostname() or not pid_s.isdigit():
         return None
     try:

@@ -19,7 +19,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -265,8 +264,14 @@ def open_connection(path: str, *, create: bool, synchronous: str,
     return conn
 
 
+def _schema_sql() -> str:
+    from importlib import resources  # only when a schema is written: not on every read path
+
+    return resources.files("dexcli.store").joinpath("schema.sql").read_text()
+
+
 def _create_schema(conn: Connection) -> None:
-    sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+    sql = _schema_sql()
     conn.execute("BEGIN IMMEDIATE")
     for stmt in _statements(sql):
         conn.execute(stmt)
@@ -314,7 +319,7 @@ def _migrate(conn: Connection, version: int) -> None:
             for stmt in MIGRATIONS[v]:
                 conn.execute(stmt)
         if current < SCHEMA_VERSION:
-            sql = resources.files("dexcli.store").joinpath("schema.sql").read_text()
+            sql = _schema_sql()
             for stmt in _statements(sql):
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

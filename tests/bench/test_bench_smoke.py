@@ -23,7 +23,12 @@ def test_quick_run_writes_a_report(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(raw.read_text())["results"]
-    assert set(data) == {"throughput", "pollers", "virtual", "cli", "recovery"}
+    assert set(data) == {"throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery"}
+    conc = data["concurrent"]["dex"]
+    assert "error" not in conc, conc
+    assert conc["completed"] == conc["flows"] and conc["transitions"] == 3 * conc["flows"]
+    assert data["waits"]["timers"].get("outcomes") == {"expired": data["waits"]["timers"]["flows"]}, data["waits"]
+    assert data["waits"]["rpc"].get("approved") == data["waits"]["rpc"]["rpcs"], data["waits"]
     tp = data["throughput"]["dex"]
     assert "error" not in tp, tp
     assert tp["not_completed"] == 0 and tp["transitions"] == 3 * tp["flows"]
@@ -35,6 +40,7 @@ def test_quick_run_writes_a_report(tmp_path: Path) -> None:
     assert data["virtual"]["dex"].get("status") == "FAILED", data["virtual"]
     assert "error" not in data["recovery"], data["recovery"]  # worker: `dex worker` or the fallback
     assert "DBOS" not in data["throughput"] and "dbos" not in data["throughput"]
+    assert "dbos" not in data["concurrent"]
     text = results.read_text()
     assert "## Targets" in text and "quick mode" in text
     assert "verdict" in proc.stdout
