@@ -83,3 +83,10 @@ APPROVAL = FlowPlugin(
     hints=("decide:  dex rpc {flow_id} approve --input '\"dana\"'",
            "expire now:  dex skip-timer {flow_id} AwaitDecision-1 --condition-id expire"),
 )
+
+PAYMENT = FlowPlugin(
+    name="payment",
+    flow="flows.payment:PaymentFlow",
+    description="Poll a payment without a lock, then record it under an Attribute lock in a short step.",
+    hints=("settled total:  dex rpc {flow_id} settled",),
+)

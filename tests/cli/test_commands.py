@@ -141,9 +141,11 @@ def test_complete_job_of_the_one_running_polling_flow(cli, db):
 def test_flows_lists_names_classes_modules_descriptions(cli):
     out = cli.ok("flows", db=False).stdout
     lines = out.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     approval = next(ln for ln in lines if ln.startswith("approval"))
     assert "ApprovalFlow" in approval and "flows.approval" in approval
+    payment = next(ln for ln in lines if ln.startswith("payment"))
+    assert "PaymentFlow" in payment and "flows.payment" in payment and "Attribute lock" in payment
     polling = next(ln for ln in lines if ln.startswith("polling"))
     assert "PollingFlow" in polling and "flows.polling" in polling and "simulated external job" in polling
     three = next(ln for ln in lines if ln.startswith("three-steps"))
