@@ -16,7 +16,7 @@ import typer
 
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
 from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
-from dexcli.cli.start_options import ID_REUSE_HELP, TIMEOUT_POLICY_HELP
+from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -75,6 +75,7 @@ def run(
                                            help="Start the first step after this delay (the flow runs meanwhile)."),
     id_reuse_policy: str | None = typer.Option(None, "--id-reuse-policy", help=ID_REUSE_HELP),
     request_id: str | None = typer.Option(None, "--request-id", help="The start's request id (default: generated)."),
+    attribute: list[str] | None = typer.Option(None, "--attribute", help=ATTRIBUTE_HELP),
 ) -> None:
     """Start a flow and drive it to its end here, showing it live.
 
@@ -98,6 +99,7 @@ def run(
         engine = build_engine(store, time_skip=time_skip, faults=faults)
         definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
         plugin = _run_plugin(flow, definition, given)
+        options = with_attributes(options, definition, attribute or [])
         fid = _start(engine, flow_obj, ref, flow_id, start_input, plugin, given, definition, options)
         code = drive_flow(engine, out_console(), fid, mode=view_mode(json_out), time_skip=time_skip,
                           crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid))

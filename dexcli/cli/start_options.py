@@ -7,6 +7,7 @@ Durations are whole seconds, as the SDK requires (`60s`, `15m`, `1h`).
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from dexcli.cli.config import format_duration, parse_duration
 from dexcli.cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from dexcli.sdk.registry import FlowDefinition
     from dexcli.sdk.results import StartFlowOptions
 
 TIMEOUT_POLICIES = ("default", "fail", "cancel", "handler")
@@ -88,3 +90,27 @@ def history_text(e: dict[str, Any]) -> str:
     if e.get("previousRunId"):
         extra.append(f"replaces run {e['previousRunId']}")
     return (" · " + " · ".join(extra)) if extra else ""
+
+
+ATTRIBUTE_HELP = "An initial attribute value, NAME=JSON (an AttributeMap: NAME/INSTANCE=JSON); repeatable."
+
+
+def with_attributes(options: StartFlowOptions, definition: FlowDefinition, given: list[str]) -> StartFlowOptions:
+    """`--attribute NAME=JSON` values as StartFlowOptions.with_attribute calls."""
+    for text in given:
+        name, sep, value = text.partition("=")
+        attr_name, _, instance = name.partition("/")
+        declared = definition.attributes.get(attr_name)
+        if not sep or declared is None:
+            known = ", ".join(sorted(definition.attributes)) or "none"
+            raise UsageError(f"--attribute {text!r}: give NAME=JSON with one of the flow's attributes ({known})")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--attribute {name}: not JSON ({exc.msg}); quote strings: {name}='\"text\"'") from None
+        try:
+            options = options.with_attribute(declared, instance, parsed) if instance else \
+                options.with_attribute(declared, parsed)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--attribute {name}: {exc}") from None
+    return options

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 from dexcli.sdk.attributes import Attribute, AttributeMap, IndexType
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
-from dexcli.sdk.errors import AttributeMapNotLoadedError, FlowCodeError
+from dexcli.sdk.errors import AttributeMapNotLoadedError, FlowCodeError, ValueMappingError
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import Tx
 
@@ -89,8 +89,15 @@ class AttributeView:
         return sorted(unquote(k[len(prefix):]) for k in keys)
 
 
-def attribute_loads(definition: FlowDefinition) -> bool:
-    return bool(definition.attributes)
+def initial_attributes(definition: FlowDefinition, options: Any) -> dict[str, AttributeWrite]:
+    """StartFlowOptions.with_attribute values, checked against the flow and encoded."""
+    view = AttributeView(definition, {}, ())
+    for attribute, instance, value in options.attribute_initializations:
+        try:
+            view.set(attribute, instance, value)
+        except FlowCodeError as exc:
+            raise ValueMappingError(f"with_attribute: {exc}") from None
+    return view.writes
 
 
 # ------------------------------------------------------------------------------ commit ------

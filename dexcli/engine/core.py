@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
 from dexcli.engine.attempt import AttemptRun, invoke
+from dexcli.engine.attributes import initial_attributes
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions, Loader
@@ -166,7 +167,7 @@ class Engine:
             return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
         settings = start_settings(options, definition, self.definitions)
         return t.StartRequest(definition, nxt, flow_id, flow_ref, options.request_id,
-                              options.ignore_already_started, settings)
+                              options.ignore_already_started, settings, initial_attributes(definition, options))
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,

@@ -7,8 +7,9 @@ them to these by member name, and the CLI and `dex inspect --json` show the uppe
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -136,6 +137,28 @@ class StartFlowOptions:
     id_reuse_policy: IdReusePolicy = IdReusePolicy.DEFAULT
     ignore_already_started: bool = False
     request_id: str | None = None
+    # (Attribute or AttributeMap, instance or None, value), in the order given: with_attribute
+    _attribute_initializations: tuple[tuple[Any, str | None, Any], ...] = field(default=(), repr=False)
+
+    def with_attribute(self, attribute: Any, /, *args: object) -> StartFlowOptions:
+        """A copy with one initial attribute value: `(attribute, value)`, or
+        `(attribute_map, instance, value)` for an AttributeMap."""
+        from dexcli.sdk.attributes import Attribute, AttributeMap
+        from dexcli.sdk.conditions import check_instance
+
+        if isinstance(attribute, Attribute) and len(args) == 1:
+            init: tuple[Any, str | None, Any] = (attribute, None, args[0])
+        elif isinstance(attribute, AttributeMap) and len(args) == 2:
+            if not isinstance(args[0], str):
+                raise TypeError("attribute-map instance must be a string")
+            init = (attribute, check_instance(args[0]), args[1])
+        else:
+            raise TypeError("with_attribute received invalid arguments")
+        return dataclasses.replace(self, _attribute_initializations=self._attribute_initializations + (init,))
+
+    @property
+    def attribute_initializations(self) -> tuple[tuple[Any, str | None, Any], ...]:
+        return self._attribute_initializations
 
 
 class StopType(enum.Enum):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
@@ -23,6 +24,7 @@ class StartRequest:
     request_id: str | None
     ignore_already_started: bool
     settings: StartSettings = StartSettings()  # timeout, start delay, id reuse policy
+    attributes: dict[str, AttributeWrite] = field(default_factory=dict)  # initial values (with_attribute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +60,13 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     delay = s.start_delay or 0.0
     if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
         owner = None
+    initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
     step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
     tx.add_event(req.flow_id, now, "FlowStarted", {
         "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
         "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
         **_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
+        **({"initialAttributes": initial} if initial else {}),
     })
     got = None if step.lease_owner is None or delay else leased(tx, step, run_id, req.start.spec, req.definition)
     return Started(run_id, True, got, previous.terminated if previous else None)
