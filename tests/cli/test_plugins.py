@@ -140,7 +140,8 @@ def test_a_plugin_that_cannot_be_loaded_is_skipped_with_a_warning(cli, plugin_di
     info.mkdir()
     (info / "entry_points.txt").write_text("[dex.flows]\nbroken = dex_test_no_such_module:PLUGIN\n")
     res = cli.ok("flows", db=False)
-    assert [ln.split()[0] for ln in res.stdout.splitlines()] == ["approval", "greet", "payment", "polling", "three-steps"]
+    names = [ln.split()[0] for ln in res.stdout.splitlines()]
+    assert names == ["approval", "greet", "payment", "polling", "three-steps"]
     assert res.stderr.splitlines() == [
         "dex: warning: flow plugin dex_test_no_such_module:PLUGIN (entry point 'broken' of dex_broken) cannot be "
         "loaded: ModuleNotFoundError: No module named 'dex_test_no_such_module'"]
@@ -162,7 +163,8 @@ def test_plugins_are_found_in_a_fresh_process(tmp_path, plugin_dir):
     res = subprocess.run([sys.executable, "-m", "dexcli", "flows"], env=env, capture_output=True, text=True,
                          timeout=30, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert [ln.split()[0] for ln in res.stdout.splitlines()] == ["approval", "greet", "payment", "polling", "three-steps"]
+    names = [ln.split()[0] for ln in res.stdout.splitlines()]
+    assert names == ["approval", "greet", "payment", "polling", "three-steps"]
 
 
 # ------------------------------------------------------------------------- one engine per run
