@@ -152,7 +152,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-time_app = typer.Typer(help="The database clock: show it, or move it forward for every process.",
+time_app = typer.Typer(help="Flows' clocks: show which were skipped ahead, skip or reset them.",
                        invoke_without_command=True, cls=FullHelpGroup)
 app.add_typer(time_app, name="time")
 
@@ -206,10 +206,12 @@ def open_store(must_exist: bool = False) -> Store:
     return Store(path, synchronous=synchronous_setting())
 
 
-def store_now(store: Store) -> float:
+def store_now(store: Store, flow_id: str | None = None) -> float:
+    """Now on a flow's clock (real time plus its offset); real time without a flow."""
     import time
 
-    return time.time() + store.clock_offset()
+    flow = store.get_flow(flow_id) if flow_id is not None else None
+    return time.time() + (flow.clock_offset if flow is not None else 0.0)
 
 
 def view_mode(json_out: bool) -> str:

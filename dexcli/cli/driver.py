@@ -54,9 +54,10 @@ REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and on
 INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
 
 
-def make_clock(store: Store, time_skip: bool) -> Clock:
-    return Clock(follow_real=True, auto_advance=time_skip, offset=store.clock_offset(),
-                 on_advance=store.set_clock_offset if time_skip else None)
+def make_clock(time_skip: bool) -> Clock:
+    """Real time; with time_skip it jumps over idle waits, and the engine moves the clocks of
+    the flows it drives by each jump (it follows the clock of the one flow it drives)."""
+    return Clock(follow_real=True, auto_advance=time_skip)
 
 
 def engine_loader(ref: str) -> Flow[Any]:
@@ -72,7 +73,7 @@ def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None)
     itself load from their stored references. Its registry takes async handlers (dex runs them)
     and checks each flow's source statically, as `dex graph` does."""
     registry = Registry(checks=static_problems, allow_async_handlers=True)
-    return Engine(store, make_clock(store, time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+    return Engine(store, make_clock(time_skip), registry, faults=faults or Faults(), loader=engine_loader)
 
 
 def exit_code_for(status: str) -> int:
@@ -350,7 +351,8 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
 def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll: float = 0.2,
                hints: tuple[str, ...] = ()) -> int:
     """Follow a flow another process drives; return when it ends (or stdout's reader goes)."""
-    clock = Clock(offset=store.clock_offset())
+    first = store.get_flow(flow_id)
+    clock = Clock(offset=first.clock_offset if first is not None else 0.0)  # the flow's clock
     stop = StopRequest()
     view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED))
     watch = PipeWatch(lambda: stop.set(CLOSED))
@@ -358,10 +360,10 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     watch.start()
     try:
         while not stop():
-            clock.set_offset(store.clock_offset())
             row = store.get_flow(flow_id)
             if row is None or not row.is_running:
                 break
+            clock.set_offset(row.clock_offset)
             time.sleep(poll)
     except KeyboardInterrupt:
         view.stop(final=False)

@@ -103,7 +103,21 @@ def _failed_attempt_lines(step: dict[str, Any]) -> list[Text]:
     return out
 
 
-def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
+def due_in(seconds: float, soon: str = "times out in", late: str = "overdue by") -> str:
+    """`times out in 12 s`, or once that has passed, `overdue by 1 m 12 s`."""
+    return f"{soon} {format_duration(seconds)}" if seconds >= 0 else f"{late} {format_duration(-seconds)}"
+
+
+def overdue_line(snap: dict[str, Any]) -> Text | None:
+    """What to say when a deadline passed and no live process holds the flow, with the fix."""
+    late = snap.get("overdue")
+    if not late:
+        return None
+    return Text(f" {late['stepExecutionId']} overdue by {format_duration(late['seconds'])} — no process is "
+                f"driving this flow: `dex resume {snap['summary']['flowId']}`", style="bold red")
+
+
+def step_lines(step: dict[str, Any], now: float, flow_id: str = "") -> list[RenderableType]:
     glyph, style = STEP_GLYPH.get(step["status"], ("?", ""))
     seid = step["stepExecutionId"]
     head = Text(f" {glyph} ", style=style)
@@ -114,7 +128,7 @@ def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
     if step["status"] == "RUNNING":
         return _running_step_lines(step, head, max_a)
     if step["status"] == "BACKOFF":
-        return _backoff_step_lines(step, max_a)
+        return _backoff_step_lines(step, max_a, flow_id)
     head.append("queued", style="dim")
     return [head]
 
@@ -158,9 +172,9 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     if lost:
         since_time = clock_time(step["lastHeartbeatTime"] or r["attemptStartTime"])
         hb.append(f"  attempt {step['attempt']} lost? no heartbeat since {since_time}"
-                  f" — times out in {format_duration(r['secondsHeartbeatLeft'])}", style="red")
+                  f" — {due_in(r['secondsHeartbeatLeft'])}", style="red")
     else:
-        hb.append(f"  {format_duration(since)} ago · times out in {format_duration(r['secondsHeartbeatLeft'])}")
+        hb.append(f"  {format_duration(since)} ago · {due_in(r['secondsHeartbeatLeft'])}")
     lines.append(hb)
     at = Text("     attempt     ")
     mt = opts["executeMethodTimeout"]
@@ -178,12 +192,17 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     return lines
 
 
-def _backoff_step_lines(step: dict[str, Any], max_a: Any) -> list[RenderableType]:
+def _backoff_step_lines(step: dict[str, Any], max_a: Any, flow_id: str) -> list[RenderableType]:
+    """A retrying step: the next attempt, when, the time left, and how to stop it (retries
+    are unlimited unless the step sets maximum_attempts)."""
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
     lines.extend(_failed_attempt_lines(step) or [])
-    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a}   starts in "
-               f"{format_duration(step.get('secondsToNextAttempt') or 0)}", style="yellow")
+    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a} · "
+               f"{due_in(step.get('secondsToNextAttempt') or 0, 'next in')} · total left "
+               f"{format_duration(max(0.0, step.get('secondsTotalLeft', 0.0)))}", style="yellow")
+    if flow_id:
+        nxt.append(f" · Ctrl-C or `dex stop {flow_id}`", style="yellow")
     if last:
         nxt.append(f" (backoff after {last['errorType']})", style="dim")
     if step["hasCheckpoint"]:
@@ -228,14 +247,17 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[s
     (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`."""
     now = parse_iso(snap["now"]) or 0.0
     parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
+    fid = snap["summary"]["flowId"]
     for step in snap["steps"]:
-        parts.extend(step_lines(step, now))
+        parts.extend(step_lines(step, now, fid))
     parts.extend(stream_lines(snap))
     parts.append(Rule(style="dim"))
-    fid = snap["summary"]["flowId"]
+    late = overdue_line(snap)
+    if late is not None:
+        parts.append(late)
     if snap["summary"]["flowStatus"] == "RUNNING":
         hint = Text(" ", style="dim")
-        for h in hints:
+        for h in hints if late is None else ():  # the plugin's commands help only a driven flow
             hint.append(f"{h}      ", style="dim")
         hint.append(f"inspect:  dex inspect {fid}", style="dim")
         parts.append(hint)
@@ -268,10 +290,12 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
         if st["status"] == "RUNNING":
             r = st["running"]
             who = "lost? " if r.get("ownerAlive") is False else ""
+            kind = r["nextTimeout"]
             parts.append(
                 f"{st['stepExecutionId']} attempt {st['attempt']} {who}— last heartbeat "
-                f"{format_duration(r['secondsSinceHeartbeat'])} ago, {r['nextTimeout']} timeout in "
-                f"{format_duration(r['secondsToTimeout'])} (at {clock_time(r['nextTimeoutTime'])})")
+                f"{format_duration(r['secondsSinceHeartbeat'])} ago, "
+                f"{due_in(r['secondsToTimeout'], kind + ' timeout in', kind + ' timeout overdue by')} "
+                f"(at {clock_time(r['nextTimeoutTime'])})")
         elif st["status"] == "BACKOFF":
             parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
                          f"{clock_time(st.get('nextAttemptTime'))} "
@@ -297,7 +321,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     parts: list[RenderableType] = [title]
     meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
     if offset:
-        meta.append(f" · database clock offset +{format_duration(offset)}", style="yellow")
+        meta.append(f" · its clock +{format_duration(offset)} ahead of real time", style="yellow")
     parts.append(meta)
     if s["completions"]:
         parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
@@ -306,6 +330,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     w = waiting_on(snap)
     if w is not None:
         parts.append(w)
+    late = overdue_line(snap)
+    if late is not None:
+        parts.append(late)
     parts.append(Text(" Steps", style="bold"))
     parts.append(_steps_table(snap, now))
     parts.extend(stream_lines(snap))
@@ -383,6 +410,7 @@ class LineDiffer:
         self._streams: set[str] = set()
         self._steps: dict[str, str] = {}
         self._closed = False
+        self._overdue = False  # said that no process drives the flow (said again once it moves)
 
     def lines(self, snap: dict[str, Any]) -> list[str]:
         out: list[str] = []
@@ -436,4 +464,8 @@ class LineDiffer:
                 events.append((t, order, f"+{t - start:7.1f}s  ✉ {name} {short_value(m['value'])}  ({m['source']})"))
         events.sort()
         out.extend(e[2] for e in events)
+        late = overdue_line(snap)
+        if late is not None and (events or not self._overdue):
+            out.append(late.plain.strip())
+        self._overdue = late is not None
         return out

@@ -320,12 +320,12 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
     decoded = decode_input(spec, value)
     snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
     _check_flow(snapshot, definition, flow_id)
-    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
+    ctx = RpcContext(definition, snapshot, spec.name, engine.fresh_now(flow_id))
     planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
     if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
         return planned.output  # a read-only RPC may be served from a closed run
     with engine.store.tx() as tx:
-        applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
+        applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, ctx.now,
                          spec.options.is_transactional)
     after(engine, flow_id, spec, applied)
     return planned.output
@@ -338,12 +338,12 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
     decoded = decode_input(spec, value)
     snapshot = engine.store.read(lambda tx: read_snapshot(tx, flow_id, spec))
     _check_flow(snapshot, definition, flow_id)
-    ctx = RpcContext(definition, snapshot, spec.name, engine.now())
+    ctx = RpcContext(definition, snapshot, spec.name, engine.fresh_now(flow_id))
     planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
     if not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects:
         return planned.output
     await engine.commits.submit(Unit(
-        lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, engine.now(),
+        lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions, ctx.now,
                           spec.options.is_transactional),
         lambda applied: after(engine, flow_id, spec, applied)))
     return planned.output
