@@ -30,7 +30,7 @@ def concurrent_start(db: str, n: int) -> dict[str, Any]:
     fresh_db(Path(db))
     flow = ThreeStepFlow()
     store = Store(db)
-    engine = Engine(store, Clock(offset=store.clock_offset()), Registry([flow]))
+    engine = Engine(store, Clock(), Registry([flow]))
     client = AsyncClient(engine=engine)
 
     async def go() -> None:

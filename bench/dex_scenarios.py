@@ -21,7 +21,7 @@ def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
     from dexcli.store import Store
 
     store = Store(db)
-    clock = clock or Clock(offset=store.clock_offset())
+    clock = clock or Clock()
     return Engine(store, clock, Registry(flows or [], allow_async_handlers=True), loader=load_ref)
 
 

@@ -383,8 +383,8 @@ def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str
         "runs) against `python -c pass`; "
         "the 100,000-flow database is one real ThreeStepFlow run cloned in SQL (ids and times shifted).",
         "5. **Recovery** — a child process runs 1,000 PollingFlows (1-hour jobs) until every AwaitJob "
-        "attempt is RUNNING, is SIGKILLed, the database clock is skipped 70 s (past the 60 s heartbeat "
-        "deadlines, `Store.set_clock_offset`), then a new worker process starts; measured from its spawn to "
+        "attempt is RUNNING, is SIGKILLed, every flow's clock is skipped 70 s (past the 60 s heartbeat "
+        "deadlines, `Store.skip_flows`), then a new worker process starts; measured from its spawn to "
         "every AwaitJob running again as attempt 2.",
         "",
         "Where the time goes: see `bench/PROFILE.md`.",

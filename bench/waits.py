@@ -45,7 +45,7 @@ def _setup(db: str, flow: Any) -> tuple[Any, Any, dict[str, int]]:
 
     fresh_db(Path(db))
     store = Store(db)
-    engine = Engine(store, Clock(offset=store.clock_offset()), Registry([flow]))
+    engine = Engine(store, Clock(), Registry([flow]))
     counts = {"waiting": 0, "closed": 0}
 
     def count(e: Any) -> None:

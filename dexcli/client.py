@@ -107,7 +107,7 @@ class _Ops:
         engine = self.engine
         with engine.store.tx() as tx:
             woken = waiting.skip_timer(tx, flow_id, str(step_execution_id), timer_id.condition_id,
-                                       timer_id.condition_index, engine.definitions, engine.now(), None)
+                                       timer_id.condition_index, engine.definitions, engine.fresh_now(flow_id), None)
         engine.after_woken(flow_id, (woken,) if woken else ())
         engine.wake()
 
@@ -140,8 +140,9 @@ class _Ops:
         flow_type = flow.flow_type if flow else ""
         if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
             raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
+        now = self.engine.fresh_now(flow_id)
         with self.store.tx() as tx:
-            token = tx.append_stream(flow_type, stream.name, flow_id, source, text, self.engine.clock.now(), size,
+            token = tx.append_stream(flow_type, stream.name, flow_id, source, text, now, size,
                                      stream.stream_capacity_bytes)
         return str(token)
 
@@ -185,7 +186,7 @@ def _engine(registry: Registry | list[Flow[Any]] | None, db: str | Path | None, 
     store = Store(db)
     reg = registry if isinstance(registry, Registry) else Registry(
         list(registry or []), checks=static_problems, allow_async_handlers=allow_async_handlers)
-    return Engine(store, clock or Clock(offset=store.clock_offset()), reg)
+    return Engine(store, clock or Clock(), reg)
 
 
 class Client(_Closing):

@@ -55,7 +55,7 @@ class _Driver:
             raise ValueError(f"{what} needs db=PATH: the local database whose flows it runs")
         self.what = what
         store = Store(db)
-        self.engine = Engine(store, clock or Clock(offset=store.clock_offset()), registry)
+        self.engine = Engine(store, clock or Clock(), registry)
         self.state = "created"
         self._started = False
         self._lock = threading.Lock()

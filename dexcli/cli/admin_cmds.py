@@ -1,14 +1,17 @@
-"""The commands about the setup rather than a flow: init (dex.toml) and time (the database clock)."""
+"""The commands about the setup rather than running a flow: init (dex.toml) and time (the flows' clocks)."""
 
 from __future__ import annotations
 
-from datetime import UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from dexcli.cli.app import open_store, store_now, time_app
-from dexcli.cli.errors import ConflictError
+from dexcli.cli.app import open_store, time_app
+from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from dexcli.store import Store
 
 
 def init(force: bool = typer.Option(False, "--force", help="Overwrite an existing dex.toml.")) -> None:
@@ -29,25 +32,67 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
 
 @time_app.callback()
 def time_show(ctx: typer.Context) -> None:
-    """Show the database clock: its offset from real time."""
+    """Show the flows whose clocks were skipped ahead, and by how much."""
     if ctx.invoked_subcommand is not None:
         return
-    from datetime import datetime
-
     from dexcli.cli.config import format_duration
 
     store = open_store()
-    off = store.clock_offset()
-    now = datetime.fromtimestamp(store_now(store), tz=UTC).isoformat(timespec="seconds")
-    print(f"database time {now} · offset +{format_duration(off)}" + ("" if off else " (real time)"))
+    skipped = [f for f in store.list_flows(None, None, 1000) if f.clock_offset]
+    if not skipped:
+        print("every flow runs on real time (no flow's clock was skipped)")
+        return
+    for f in skipped:
+        print(f"{f.flow_id}  {f.status.value}  +{format_duration(f.clock_offset)} ahead of real time")
+
+
+def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: str) -> list[str]:
+    """The flows a `dex time` command moves: those named (each must exist), or with --all every
+    running flow."""
+    if all_running == bool(flow_ids):
+        raise UsageError(f"time {verb}: name the flows (FLOW_ID ...) or pass --all, not both")
+    if all_running:
+        return store.running_flow_ids()
+    for fid in flow_ids:
+        flow = store.get_flow(fid)
+        if flow is None:
+            raise NotFoundError(f"no flow with id {fid!r}")
+        if verb == "skip" and not flow.is_running:
+            raise ConflictError(f"flow {fid} is already {flow.status.value}: its clock no longer runs")
+    return list(flow_ids)
 
 
 @time_app.command("skip")
-def time_skip(duration: str = typer.Argument(..., help="How far to move the clock: 30s, 2m, 1h.")) -> None:
-    """Move the database clock forward for every process using this database."""
+def time_skip(duration: str = typer.Argument(..., help="How far to move the clocks: 30s, 2m, 1h."),
+              flow_ids: list[str] = typer.Argument(None, metavar="[FLOW_ID]...", help="The flows to move."),
+              all_running: bool = typer.Option(False, "--all", help="Move every running flow.")) -> None:
+    """Move the named flows' clocks forward (or every running flow's, with --all).
+
+    Only those flows see the time pass: what they wait for comes that much sooner. Other flows
+    keep real time. A process driving a moved flow follows within half a second."""
     from dexcli.cli.config import format_duration, parse_duration
 
     secs = parse_duration(duration, "time skip")
     store = open_store()
-    offset = store.skip_clock(secs)  # one transaction: two skips at once both count
-    print(f"clock moved forward {format_duration(secs)}; offset now +{format_duration(offset)}")
+    ids = _flows_to_move(store, flow_ids or [], all_running, "skip")
+    moved = store.skip_flows(ids, secs) if ids else {}  # one transaction: two skips at once both count
+    if not moved:
+        print("no running flow to move")
+    for fid, offset in moved.items():
+        print(f"{fid}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
+
+
+@time_app.command("reset")
+def time_reset(flow_ids: list[str] = typer.Argument(None, metavar="[FLOW_ID]...", help="The flows to reset."),
+               all_running: bool = typer.Option(False, "--all", help="Reset every running flow.")) -> None:
+    """Put flows back on real time (what was skipped stays skipped).
+
+    Their stored times move back by their offset: what they wait for stays due when it was, and
+    `dex list` and `dex inspect` show real times."""
+    from dexcli.cli.config import format_duration
+
+    store = open_store()
+    for fid in _flows_to_move(store, flow_ids or [], all_running, "reset"):
+        offset = store.reset_flow_clock(fid)
+        print(f"{fid}: " + (f"back on real time (its times moved back {format_duration(offset)})"
+                            if offset else "already on real time"))

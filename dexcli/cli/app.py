@@ -148,7 +148,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-time_app = typer.Typer(help="The database clock: show it, or move it forward for every process.",
+time_app = typer.Typer(help="Flows' clocks: show which were skipped ahead, skip or reset them.",
                        invoke_without_command=True, cls=FullHelpGroup)
 app.add_typer(time_app, name="time")
 

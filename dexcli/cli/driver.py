@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -42,7 +41,6 @@ from dexcli.engine.core import Engine
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.faults import Faults
-from dexcli.engine.process import tune_gc
 from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
 from dexcli.graph.checks import static_problems
@@ -56,9 +54,10 @@ REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and on
 INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
 
 
-def make_clock(store: Store, time_skip: bool) -> Clock:
-    return Clock(follow_real=True, auto_advance=time_skip, offset=store.clock_offset(),
-                 on_advance=store.set_clock_offset if time_skip else None)
+def make_clock(time_skip: bool) -> Clock:
+    """Real time; with time_skip it jumps over idle waits, and the engine moves the clocks of
+    the flows it drives by each jump (it follows the clock of the one flow it drives)."""
+    return Clock(follow_real=True, auto_advance=time_skip)
 
 
 def engine_loader(ref: str) -> Flow[Any]:
@@ -74,7 +73,7 @@ def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None)
     itself load from their stored references. Its registry takes async handlers (dex runs them)
     and checks each flow's source statically, as `dex graph` does."""
     registry = Registry(checks=static_problems, allow_async_handlers=True)
-    return Engine(store, make_clock(store, time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+    return Engine(store, make_clock(time_skip), registry, faults=faults or Faults(), loader=engine_loader)
 
 
 def exit_code_for(status: str) -> int:
@@ -400,7 +399,8 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
 def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll: float = 0.2,
                hints: tuple[str, ...] = ()) -> int:
     """Follow a flow another process drives; return when it ends (or stdout's reader goes)."""
-    clock = Clock(offset=store.clock_offset())
+    first = store.get_flow(flow_id)
+    clock = Clock(offset=first.clock_offset if first is not None else 0.0)  # the flow's clock
     stop = StopRequest()
     view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
                 rpcs=rpc_names(build_engine(store, time_skip=False), flow_id) if mode != "json" else ())
@@ -409,10 +409,10 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     watch.start()
     try:
         while not stop():
-            clock.set_offset(store.clock_offset())
             row = store.get_flow(flow_id)
             if row is None or not row.is_running:
                 break
+            clock.set_offset(row.clock_offset)
             time.sleep(poll)
     except KeyboardInterrupt:
         view.stop(final=False)
@@ -430,70 +430,3 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     return exit_code_for(snap["summary"]["flowStatus"])
 
 
-def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
-    """What `dex worker` prints of the engine's events (JSON lines, or one line per flow closed
-    and per failed attempt); the ids of the flows closed go to `closed`."""
-    def on_event(ev: Event) -> None:
-        if ev.type == "flowClosed":
-            closed.append(ev.flow_id)
-        if mode == "json":
-            json_listener(ev)
-        elif ev.type == "flowClosed":
-            console.print(f"{ev.flow_id}: {ev.data['status']}"
-                          + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else ""), highlight=False)
-        elif ev.type == "attemptFailed":
-            console.print(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
-                          f"{ev.data['outcome'].lower()}: {ev.data['errorType']}", highlight=False)
-
-    return on_event
-
-
-def _say(console: Console, stop: StopRequest, text: str) -> None:
-    """Print a line of the worker's own on stdout; a closed stdout stops the worker instead."""
-    if stop.output_closed:
-        return
-    try:
-        console.print(text, highlight=False)
-    except OSError as exc:
-        if not is_closed_pipe(exc):
-            raise
-        stop.set(CLOSED)
-
-
-def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
-    """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
-    stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
-    closed: list[str] = []
-    stop = StopRequest()
-    engine.listeners.append(_worker_listener(console, mode, closed))
-    _stop_when_output_closes(engine, stop)
-    if mode != "json":
-        _say(console, stop, f"dex worker {engine.owner} · db {engine.store.path}"
-             + (" · until idle" if until_idle else " · Ctrl-C to stop"))
-    tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
-    runner = Runner(engine)
-    why, released = _drive(engine, stop, lambda: runner.drive_async(None, until=stop, until_idle=until_idle))
-    if why is not None:
-        return _worker_stopped(console, stop, why, len(closed), released)
-    for fid, reason in engine.unloadable.items():
-        print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
-    if mode != "json":
-        _say(console, stop, f"idle: {len(closed)} flow(s) finished")
-    if stop.output_closed:
-        silence_stdout()
-        return EXIT_OUTPUT_CLOSED
-    return EXIT_OK
-
-
-def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int, released: int) -> int:
-    """The worker's one-line summary once stopped early. Returns the exit code."""
-    summary = f"{finished} flow(s) finished" + (
-        f"; {released} running attempt(s) ended INTERRUPTED (runnable again at once: `dex resume ID` "
-        "or a worker)" if released else "")
-    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
-    if why != CLOSED:
-        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else "worker stopped (SIGTERM); ") + summary)
-    if stop.output_closed:  # the summary goes where it can still be read
-        silence_stdout()
-        print(f"dex: output closed; worker stopped; {summary}", file=sys.stderr)
-    return code

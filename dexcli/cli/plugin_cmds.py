@@ -154,7 +154,7 @@ class CliCommandContext:
             from dexcli.engine.host import StoreHost
 
             store = self._open()
-            self._host = StoreHost(store, make_clock(store, False))
+            self._host = StoreHost(store, make_clock(False))
         return self._host
 
     def running_flow_ids(self, flow_type: str) -> list[str]:

@@ -21,15 +21,16 @@ def show_inspect(flow_id: str, json_out: bool) -> None:
     from dexcli.engine.views import inspect_flow
 
     store = open_store(must_exist=True)
-    snap = inspect_flow(store, flow_id, store_now(store))
+    snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     if json_out:
         import json
 
         print(json.dumps(snap, indent=2))
         return
-    from dexcli.cli.render import inspect_view
+    from dexcli.cli.render_inspect import inspect_view
 
-    out_console().print(inspect_view(snap, store.clock_offset()))
+    flow = store.get_flow(flow_id)
+    out_console().print(inspect_view(snap, flow.clock_offset if flow is not None else 0.0))
 
 
 def parse(args: list[str]) -> tuple[str | None, str, bool] | None:

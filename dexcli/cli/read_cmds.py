@@ -42,8 +42,9 @@ def inspect(
     from dexcli.engine.views import inspect_flow
 
     store = open_store(must_exist=True)
-    snap = inspect_flow(store, flow_id, store_now(store))
-    _print_timeline(snap, store.clock_offset(), svg)
+    snap = inspect_flow(store, flow_id, store_now(store, flow_id))
+    flow = store.get_flow(flow_id)
+    _print_timeline(snap, flow.clock_offset if flow is not None else 0.0, svg)
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
@@ -90,7 +91,7 @@ def list_flows(
     if not rows:
         print("no flows" + (" match" if status or flow_type else f" in {store.path}"))
         return
-    cells = _list_cells(rows, store_now(store))
+    cells = _list_cells(rows, store_now(store))  # real time: each flow adds its own offset
     if not sys.stdout.isatty():  # scripts and pipes: aligned plain text, no Rich layout to pay for
         widths = [max(len(str(row[i])) for row in (LIST_HEADERS, *cells)) for i in range(len(LIST_HEADERS) - 1)]
         for row in (LIST_HEADERS, *cells):
@@ -116,9 +117,11 @@ def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
     cells: list[tuple[str, ...]] = []
     for r in rows:
         info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
+        took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
+        if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
+            took += f" (+{format_duration(r.clock_offset)} skipped)"
         cells.append((r.flow_id, r.flow_type, r.status.value,
-                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"),
-                      format_duration((r.close_time or now) - r.start_time), info))
+                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, info))
     return cells
 
 

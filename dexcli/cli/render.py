@@ -11,12 +11,10 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
-from rich.table import Table
 from rich.text import Text
 
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
-from dexcli.cli.start_options import history_text, options_text
 
 BAR_WIDTH = 18
 STATUS_STYLE = {
@@ -26,7 +24,6 @@ STEP_GLYPH = {
     "COMPLETED": ("✓", "green"), "RUNNING": ("▶", "cyan"), "BACKOFF": ("…", "yellow"),
     "QUEUED": ("·", "dim"), "FAILED": ("✗", "red"), "CANCELED": ("⊘", "yellow"), "WAITING": ("○", "magenta"),
 }
-
 
 
 def error_text(error_type: str | None, message: str) -> str:
@@ -105,7 +102,21 @@ def _failed_attempt_lines(step: dict[str, Any]) -> list[Text]:
     return out
 
 
-def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
+def due_in(seconds: float, soon: str = "times out in", late: str = "overdue by") -> str:
+    """`times out in 12 s`, or once that has passed, `overdue by 1 m 12 s`."""
+    return f"{soon} {format_duration(seconds)}" if seconds >= 0 else f"{late} {format_duration(-seconds)}"
+
+
+def overdue_line(snap: dict[str, Any]) -> Text | None:
+    """What to say when a deadline passed and no live process holds the flow, with the fix."""
+    late = snap.get("overdue")
+    if not late:
+        return None
+    return Text(f" {late['stepExecutionId']} overdue by {format_duration(late['seconds'])} — no process is "
+                f"driving this flow: `dex resume {snap['summary']['flowId']}`", style="bold red")
+
+
+def step_lines(step: dict[str, Any], now: float, flow_id: str = "") -> list[RenderableType]:
     glyph, style = STEP_GLYPH.get(step["status"], ("?", ""))
     seid = step["stepExecutionId"]
     head = Text(f" {glyph} ", style=style)
@@ -116,7 +127,7 @@ def step_lines(step: dict[str, Any], now: float) -> list[RenderableType]:
     if step["status"] == "RUNNING":
         return _running_step_lines(step, head, max_a)
     if step["status"] == "BACKOFF":
-        return _backoff_step_lines(step, max_a)
+        return _backoff_step_lines(step, max_a, flow_id)
     head.append("queued", style="dim")
     return [head]
 
@@ -160,9 +171,9 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     if lost:
         since_time = clock_time(step["lastHeartbeatTime"] or r["attemptStartTime"])
         hb.append(f"  attempt {step['attempt']} lost? no heartbeat since {since_time}"
-                  f" — times out in {format_duration(r['secondsHeartbeatLeft'])}", style="red")
+                  f" — {due_in(r['secondsHeartbeatLeft'])}", style="red")
     else:
-        hb.append(f"  {format_duration(since)} ago · times out in {format_duration(r['secondsHeartbeatLeft'])}")
+        hb.append(f"  {format_duration(since)} ago · {due_in(r['secondsHeartbeatLeft'])}")
     lines.append(hb)
     at = Text("     attempt     ")
     mt = opts["executeMethodTimeout"]
@@ -180,12 +191,17 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     return lines
 
 
-def _backoff_step_lines(step: dict[str, Any], max_a: Any) -> list[RenderableType]:
+def _backoff_step_lines(step: dict[str, Any], max_a: Any, flow_id: str) -> list[RenderableType]:
+    """A retrying step: the next attempt, when, the time left, and how to stop it (retries
+    are unlimited unless the step sets maximum_attempts)."""
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
     lines.extend(_failed_attempt_lines(step) or [])
-    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a}   starts in "
-               f"{format_duration(step.get('secondsToNextAttempt') or 0)}", style="yellow")
+    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a} · "
+               f"{due_in(step.get('secondsToNextAttempt') or 0, 'next in')} · total left "
+               f"{format_duration(max(0.0, step.get('secondsTotalLeft', 0.0)))}", style="yellow")
+    if flow_id:
+        nxt.append(f" · Ctrl-C or `dex stop {flow_id}`", style="yellow")
     if last:
         nxt.append(f" (backoff after {last['errorType']})", style="dim")
     if step["hasCheckpoint"]:
@@ -232,19 +248,22 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[s
     `rpcs`: the flow's RPC names, offered to move a waiting step on."""
     now = parse_iso(snap["now"]) or 0.0
     parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
+    fid = snap["summary"]["flowId"]
     for step in snap["steps"]:
         if step["status"] == "WAITING":
             parts.extend(rw.waiting_lines(step, snap, now, rpcs))
         else:
-            parts.extend(step_lines(step, now))
+            parts.extend(step_lines(step, now, fid))
     parts.extend(stream_lines(snap))
     parts.append(Rule(style="dim"))
-    fid = snap["summary"]["flowId"]
     if rw.only_external_input(snap):
         parts.append(Text(f" {rw.EXTERNAL_INPUT}", style="yellow"))
+    late = overdue_line(snap)
+    if late is not None:
+        parts.append(late)
     if snap["summary"]["flowStatus"] == "RUNNING":
         hint = Text(" ", style="dim")
-        for h in hints:
+        for h in hints if late is None else ():  # the plugin's commands help only a driven flow
             hint.append(f"{h}      ", style="dim")
         hint.append(f"inspect:  dex inspect {fid}", style="dim")
         parts.append(hint)
@@ -266,151 +285,6 @@ def final_card(snap: dict[str, Any]) -> RenderableType:
         t.append(f"   {error_text(s['errorType'], s['errorMessage'])}", style="red")
     t.append(f"\n dex inspect {s['flowId']}", style="dim")
     return t
-
-
-def waiting_on(snap: dict[str, Any]) -> Text | None:
-    """One line that explains a running flow: what it waits on and until when."""
-    if snap["summary"]["flowStatus"] != "RUNNING":
-        return None
-    parts = []
-    for st in snap["steps"]:
-        if st["status"] == "RUNNING":
-            r = st["running"]
-            who = "lost? " if r.get("ownerAlive") is False else ""
-            parts.append(
-                f"{st['stepExecutionId']} attempt {st['attempt']} {who}— last heartbeat "
-                f"{format_duration(r['secondsSinceHeartbeat'])} ago, {r['nextTimeout']} timeout in "
-                f"{format_duration(r['secondsToTimeout'])} (at {clock_time(r['nextTimeoutTime'])})")
-        elif st["status"] == "BACKOFF":
-            parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
-                         f"{clock_time(st.get('nextAttemptTime'))} "
-                         f"(in {format_duration(st.get('secondsToNextAttempt') or 0)})")
-        elif st["status"] == "QUEUED":
-            parts.append(f"{st['stepExecutionId']} queued — needs a running dex "
-                         f"(dex resume {snap['summary']['flowId']})")
-        elif st["status"] == "WAITING":
-            active = rw.active_of(snap, st["stepExecutionId"])
-            what = rw.summary(snap, active, parse_iso(snap["now"]) or 0.0) if active else "its wait"
-            parts.append(f"{st['stepExecutionId']} waits for {what}")
-    if not parts:
-        parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
-    t = Text(" Waiting on:  ", style="bold")
-    t.append(" · ".join(parts))
-    return t
-
-
-def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
-    s = snap["summary"]
-    now = parse_iso(snap["now"]) or 0.0
-    start = parse_iso(s["startTime"]) or now
-    end = parse_iso(s["closeTime"]) or now
-    title = Text(f" {s['flowType']} · {s['flowId']} · ", style="bold")
-    title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
-    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(end - start)}")
-    parts: list[RenderableType] = [title]
-    meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
-    if offset:
-        meta.append(f" · database clock offset +{format_duration(offset)}", style="yellow")
-    parts.append(meta)
-    options = options_text(s)
-    if options is not None:
-        parts.append(options)
-    if s["completions"]:
-        parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
-    if s["errorMessage"]:
-        parts.append(Text(f" Error:   {error_text(s['errorType'], s['errorMessage'])}", style="red"))
-    w = waiting_on(snap)
-    if w is not None:
-        parts.append(w)
-        moves = [c for a in snap.get("state", {}).get("activeStepExecutions", []) if a["phase"] == "WAITING"
-                 for c in rw.commands(snap, a, ())]
-        if moves:
-            parts.append(Text(" Move on:     " + " · ".join(moves), style="dim"))
-    parts.append(Text(" Steps", style="bold"))
-    parts.append(_steps_table(snap, now))
-    parts.extend(stream_lines(snap))
-    parts.append(Text(" History", style="bold"))
-    parts.extend(_history_line(e) for e in snap["history"])
-    return Group(*parts)
-
-
-def _steps_table(snap: dict[str, Any], now: float) -> Table:
-    table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
-    for col in ("step", "status", "attempt", "start", "duration", "outcome", "error / decision"):
-        table.add_column(col, overflow="fold")
-    for st in snap["steps"]:
-        first = True
-        for a in st["attempts"] or [None]:
-            if a is None:
-                table.add_row(st["stepExecutionId"], st["status"], "-", "-", "-", "-", "")
-                continue
-            dur = _duration_between(a["startTime"], a["endTime"])
-            if dur is None and a["outcome"] == "RUNNING":
-                dur = now - (parse_iso(a["startTime"]) or now)
-            if a.get("method") == "WAIT_FOR":
-                info = _wait_for_text(st, a)
-            elif a["outcome"] == "COMPLETED":
-                info = decision_text(st["decision"])
-            elif a["errorType"]:
-                info = f"{a['errorType']}: {a['detail']}{error_place(a)}"
-            else:
-                info = ""
-            table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
-                          f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
-                          format_duration(dur) if dur is not None else "-",
-                          Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
-            first = False
-        if st["status"] == "RUNNING" and st["hasCheckpoint"]:
-            table.add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))
-        if st["recoveryError"]:
-            rec = st["recoveryError"]
-            table.add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
-                          f"{rec['errorType']}: {rec['detail']}")
-    return table
-
-
-def _wait_for_text(st: dict[str, Any], a: dict[str, Any]) -> str:
-    """The error / decision cell of a wait_for attempt: what its wait came to."""
-    if a["errorType"]:
-        return f"wait_for: {a['errorType']}: {a['detail']}"
-    wf = st.get("waitFor") or {}
-    chosen = rw.selected_ids(wf.get("conditionResults"))
-    if wf.get("outcome") == "COMPLETED":
-        return "wait_for → " + (", ".join(chosen) + " ready" if chosen else "ready")
-    return f"wait_for → {(wf.get('outcome') or 'running').lower()}"
-
-
-def _history_line(e: dict[str, Any]) -> Text:
-    line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
-    if "stepExecutionId" in e:
-        line.append(f"{e['stepExecutionId']}  ")
-    if e["type"] == "StepExecuteCompleted":
-        line.append(decision_text(e.get("decision")), style="dim")
-    elif e["type"] == "StepExecuteFailed":
-        line.append(f"{e['errorType']}: {e['detail']} ({e['reason']})", style="red")
-        if e.get("recoveryStepExecutionId"):
-            line.append(f" → {e['recoveryStepExecutionId']}")
-    elif e["type"] == "FlowClosed":
-        line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
-        if e.get("errorMessage"):
-            line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
-    elif e["type"] == "RpcExecutionCompleted":
-        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
-    elif e["type"] == "TimerSkipped":
-        line.append(f"timer {e.get('conditionId') or '#' + str(e['timerIndex'])}", style="dim")
-    elif e["type"] == "StepWaitForCompleted":
-        line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
-    elif e["type"] == "FlowStarted":
-        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}{history_text(e)}",
-                    style="dim")
-    elif e["type"] == "FlowTimedOut":
-        line.append(history_text(e), style="yellow")
-    return line
-
-
-def _outcome_style(outcome: str) -> str:
-    return {"COMPLETED": "green", "RUNNING": "cyan", "FAILED": "red", "TIMED_OUT": "red", "LOST": "red",
-            "CANCELED": "yellow"}.get(outcome, "")
 
 
 def _ended_text(st: dict[str, Any], a: dict[str, Any], max_a: Any) -> str:
@@ -440,6 +314,7 @@ class LineDiffer:
         self._steps: dict[str, str] = {}
         self._closed = False
         self._external = False  # whether the last snapshot could move on only by external input
+        self._overdue = False  # said that no process drives the flow (said again once it moves)
 
     def lines(self, snap: dict[str, Any]) -> list[str]:
         out: list[str] = []
@@ -494,4 +369,8 @@ class LineDiffer:
         if external and not self._external:
             out.append(f"          … {rw.EXTERNAL_INPUT}")
         self._external = external
+        late = overdue_line(snap)
+        if late is not None and (events or not self._overdue):
+            out.append(late.plain.strip())
+        self._overdue = late is not None
         return out

@@ -59,7 +59,7 @@ def run(
     input: str | None = typer.Option(None, "--input", help="Start input as JSON, or @file.json."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
     time_skip: bool = typer.Option(False, "--time-skip",
-                                   help="Skip idle waits: jump the database clock to the next deadline."),
+                                   help="Skip idle waits: jump this flow's clock to its next deadline."),
     crash_after: str | None = typer.Option(None, "--crash-after",
                                            help="Kill this process (os._exit) after a duration, e.g. 3s."),
     crash_at: str | None = typer.Option(
@@ -210,7 +210,7 @@ def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
     from dexcli.cli.render import final_card
     from dexcli.engine.views import inspect_flow
 
-    snap = inspect_flow(store, flow_id, store_now(store))
+    snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     if json_out:
         print(json.dumps(snap))
     else:
@@ -220,11 +220,13 @@ def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
 
 def worker(
     until_idle: bool = typer.Option(False, "--until-idle", help="Stop when nothing is left to run."),
-    time_skip: bool = typer.Option(False, "--time-skip", help="Skip idle waits (moves the database clock)."),
+    time_skip: bool = typer.Option(False, "--time-skip",
+                                   help="Skip idle waits (moves the clocks of the flows it drives)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event."),
 ) -> None:
     """Drive every runnable flow in the database until interrupted (or idle)."""
-    from dexcli.cli.driver import build_engine, run_worker
+    from dexcli.cli.driver import build_engine
+    from dexcli.cli.worker_view import run_worker
 
     store = open_store()
     try:

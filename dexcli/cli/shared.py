@@ -95,10 +95,12 @@ def open_store(must_exist: bool = False) -> Store:
     return Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
 
 
-def store_now(store: Store) -> float:
+def store_now(store: Store, flow_id: str | None = None) -> float:
+    """Now on a flow's clock (real time plus its offset); real time without a flow."""
     import time
 
-    return time.time() + store.clock_offset()
+    flow = store.get_flow(flow_id) if flow_id is not None else None
+    return time.time() + (flow.clock_offset if flow is not None else 0.0)
 
 
 def view_mode(json_out: bool) -> str:

@@ -42,7 +42,7 @@ KEY = (("━", "attempt"), ("✓", "completed"), ("✗", "failed"), ("╳", "tim
 
 @dataclass(frozen=True)
 class Axis:
-    """Maps a time (database clock, epoch seconds) to a column of the plot."""
+    """Maps a time (the flow's clock, epoch seconds) to a column of the plot."""
 
     start: float
     end: float
@@ -111,7 +111,7 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
         lines.append(Text(f" {note}", style="dim"))
     lines.extend(_key(used, width))
     if clock_offset:
-        lines.append(Text(f" The database clock is +{format_duration(clock_offset)} ahead (time skipping). dex does "
+        lines.append(Text(f" This flow's clock is +{format_duration(clock_offset)} ahead (time skipping). dex does "
                           "not record", style="yellow"))
         lines.append(Text(" when a skip happened: skipped time is drawn as elapsed time, with no break.",
                           style="yellow"))

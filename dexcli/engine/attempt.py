@@ -34,7 +34,7 @@ class AttemptHost(Protocol):
 
     faults: Faults
 
-    def now(self) -> float: ...
+    def now(self, flow_id: str | None = None) -> float: ...
 
     def outputs_for(self, run: AttemptRun) -> Outputs: ...
 
@@ -97,7 +97,7 @@ class AttemptRun:
     def heartbeat(self, value: Any = OMITTED) -> None:
         if self.ended():
             raise self._refuse("heartbeat")
-        now = self.host.now()
+        now = self.host.now(self.flow_id)
         self.last_heartbeat = now
         out = self.host.outputs_for(self)
         out.last_time = now
@@ -111,7 +111,7 @@ class AttemptRun:
         if declared is None:
             raise ValueError(f"stream {stream.name!r} is not in {self.definition.flow_type}'s PersistenceSchema")
         text = encode(value)
-        now = self.host.now()
+        now = self.host.now(self.flow_id)
         self.last_heartbeat = now  # a Stream message is an implicit heartbeat
         out = self.host.outputs_for(self)
         out.last_time = now

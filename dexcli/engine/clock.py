@@ -1,9 +1,11 @@
 """One clock for every timestamp and every wait, and an event loop that runs on it.
 
-`Clock.now()` is epoch seconds. Three ways to run it:
-  - real:     wall time plus an offset (the database's `dex time skip` offset);
+`Clock.now()` is epoch seconds: the time of this process's loop. Three ways to run it:
+  - real:     wall time plus an offset (the clock of the flow this process drives, when that
+              flow was skipped ahead: each flow has its own offset, see dexcli.engine.schedule);
   - time-skip (auto_advance with follow_real): real time, but whenever the loop has nothing
-    to do until its next timer it jumps there instead of sleeping;
+    to do until its next timer it jumps there instead of sleeping (`on_advance` is told by
+    how much, so the engine can move the clocks of the flows it drives);
   - virtual (follow_real=False): time moves only by jumps — tests, where a ten-minute wait
     takes milliseconds.
 
@@ -32,13 +34,15 @@ VIRTUAL_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where virtual clocks st
 class Clock:
     def __init__(self, *, follow_real: bool = True, auto_advance: bool = False,
                  start: float | None = None, offset: float = 0.0,
-                 on_advance: Callable[[float], None] | None = None) -> None:
+                 on_advance: Callable[[float], None] | None = None,
+                 real: Callable[[], float] | None = None) -> None:
         self.follow_real = follow_real
         self.auto_advance = auto_advance
         self._base = start if start is not None else (VIRTUAL_EPOCH if not follow_real else 0.0)
         self._offset = offset
         self._lock = threading.Lock()
-        self._on_advance = on_advance  # persists the offset (database clock)
+        self.on_advance = on_advance  # told each jump's length (moves the driven flows' clocks)
+        self._real = real or time.time  # real time (a test may pass its own)
         self._wakers: list[Callable[[], None]] = []
 
     @classmethod
@@ -47,12 +51,18 @@ class Clock:
 
     def now(self) -> float:
         if self.follow_real:
-            return time.time() + self._offset
+            return self._real() + self._offset
         return self._base + self._offset
+
+    def real(self) -> float:
+        """The time every process shares, on which the database's schedule is read: wall
+        time (a virtual clock has only its own time, which all engines on it share)."""
+        return self._real() if self.follow_real else self._base + self._offset
 
     @property
     def offset(self) -> float:
-        return self._offset
+        """How far this clock is ahead of `real()`."""
+        return self._offset if self.follow_real else 0.0
 
     def advance(self, seconds: float) -> None:
         """Move time forward (never back). Wakes loops so their timers re-check."""
@@ -60,14 +70,13 @@ class Clock:
             return
         with self._lock:
             self._offset += seconds
-            offset = self._offset
-        if self._on_advance is not None:
-            self._on_advance(offset)
+        if self.on_advance is not None:
+            self.on_advance(seconds)
         for wake in list(self._wakers):
             wake()
 
     def set_offset(self, offset: float) -> None:
-        """Adopt an offset set elsewhere (another process's `dex time skip`)."""
+        """Adopt an offset set elsewhere (`dex time skip` of the flow this process drives)."""
         if offset > self._offset:
             with self._lock:
                 self._offset = offset

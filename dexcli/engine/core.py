@@ -40,7 +40,7 @@ from dexcli.engine.definitions import Definitions, Loader
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.flow_timeout import fire_due, start_settings
-from dexcli.engine.host import StoreHost
+from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import WaitResult, judge
 from dexcli.engine.schedule import Scheduler
 from dexcli.host import reset_host, use_host
@@ -74,7 +74,7 @@ class Engine:
         self.faults = faults or Faults()
         self.events = Emitter(clock.now)
         self.commits = GroupCommit(store)
-        self.host = StoreHost(store, clock, self.commits)
+        self.host = StoreHost(store, clock, self.commits, self.now)
         self.scheduler = Scheduler(self, owner or f"{socket.gethostname()}:{os.getpid()}")
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
@@ -82,6 +82,7 @@ class Engine:
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
+        self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
 
     # ------------------------------------------------------------------ facade -----------
     @property
@@ -101,8 +102,15 @@ class Engine:
         """Flow id -> why this process cannot load its code (it is skipped)."""
         return self.definitions.unloadable
 
-    def now(self) -> float:
-        return self.clock.now()
+    def now(self, flow_id: str | None = None) -> float:
+        """The time on a flow's clock (real time plus the flow's offset), or real time."""
+        return self.clock.real() + (self.offsets.get(flow_id, 0.0) if flow_id is not None else 0.0)
+
+    def fresh_now(self, flow_id: str) -> float:
+        """`now(flow_id)` with the flow's offset read again (for a flow this engine may not drive)."""
+        self.offsets.pop(flow_id, None)
+        self.offsets.update(self.store.flow_offsets([flow_id]))
+        return self.now(flow_id)
 
     def wake(self) -> None:
         """Make the loop look at the database again now (something changed)."""
@@ -120,7 +128,7 @@ class Engine:
         replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them."""
         req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
         with self.store.tx() as tx:
-            started = t.start(tx, req, self.now())
+            started = t.start(tx, req, self.now(req.flow_id))
         self._after_start(req, started)
         return started.run_id
 
@@ -135,7 +143,7 @@ class Engine:
         req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
         owner = self.owner if self.scheduler.drives(req.flow_id) else None
         started = await self.commits.submit(Unit(
-            lambda tx: t.start(tx, req, self.now(), owner), lambda s: self._after_start(req, s)))
+            lambda tx: t.start(tx, req, self.now(req.flow_id), owner), lambda s: self._after_start(req, s)))
         return started.run_id
 
     def _after_start(self, req: t.StartRequest, started: t.Started) -> None:
@@ -144,7 +152,7 @@ class Engine:
         if started.created:
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
         if started.leased is not None:
-            self.start_attempt(started.leased, self.now())
+            self.start_attempt(started.leased, self.now(req.flow_id))
         self.wake()
 
     def _start_request(self, flow: Flow[Any], flow_id: str | None, input: Any, flow_ref: str | None,
@@ -198,29 +206,32 @@ class Engine:
             for r in tx.runnable_steps(now, flow_ids, self.scheduler.claim_batch):
                 if r.flow_status is not FlowState.RUNNING:
                     continue
+                self.offsets[r.step.flow_id] = r.clock_offset
+                flow_now = self.now(r.step.flow_id)
                 if r.step.status is StepState.WAITING:  # a timer is due: evaluate the wait
-                    got_woken = w.wake_step(tx, r.step, self.definitions, now, self.owner)
+                    got_woken = w.wake_step(tx, r.step, self.definitions, flow_now, self.owner)
                     if got_woken is not None:
                         woken.append((r.step.flow_id, got_woken))
                     continue
                 found = self.definitions.step_for(r.step.flow_id, r.flow_type, r.flow_ref, r.step.step_type)
                 if found is not None:
-                    got = t.lease(tx, r, found[0], found[1], self.owner, now)
+                    got = t.lease(tx, r, found[0], found[1], self.owner, flow_now)
                     if got is not None:
                         leased.append(got)
         for fired in timed_out:
             if fired.closed is not None:
                 self._after_close(fired.flow_id, fired.closed)
         for lease in leased:
-            self.start_attempt(lease, now)
+            self.start_attempt(lease, self.now(lease.step.flow_id))
         for flow_id, x in woken:
             self.after_woken(flow_id, (x,))
 
     def reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
-        for step in self.store.read(lambda tx: tx.expired_foreign_attempts(now, self.owner, flow_ids)):
+        for step, offset in self.store.read(lambda tx: tx.expired_foreign_attempts(now, self.owner, flow_ids)):
+            self.offsets[step.flow_id] = offset
             with self.store.tx() as tx:
-                reaped = t.reap(tx, step, self.definitions, now)
+                reaped = t.reap(tx, step, self.definitions, self.now(step.flow_id))
             if reaped is not None:
                 self.stats["transitions"] += 1
                 self._after_failure(step.flow_id, step.step_execution_id, step.step_type, step.attempt, *reaped)
@@ -235,6 +246,7 @@ class Engine:
         run.task = asyncio.get_running_loop().create_task(self._run_attempt(run), context=ctx)
 
     async def _run_attempt(self, run: AttemptRun) -> None:
+        current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
             self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
@@ -267,18 +279,28 @@ class Engine:
         run.timer = None
         if run.task is None or run.task.done() or run.fenced:
             return
-        deadline, kind = run.next_deadline()
+        deadline, kind = run.next_deadline()  # on the flow's clock
         loop = run.task.get_loop()
-        if loop.time() >= deadline:
+        ahead = self.now(run.flow_id) - loop.time()  # the flow's clock against the loop's
+        if loop.time() + ahead >= deadline:
             run.timed_out = (deadline, kind)
             run.fence(f"{kind} timeout")
             run.task.cancel()
         else:
-            run.timer = loop.call_at(deadline, self._watch, run)
+            run.timer = loop.call_at(deadline - ahead, self._watch, run)
+
+    def rearm(self, flow_id: str) -> None:
+        """The flow's clock moved (`dex time skip`): re-arm its attempts' watchdogs."""
+        for key in list(self._by_flow.get(flow_id, ())):
+            run = self.runs.get(key)
+            if run is not None and run.timer is not None:
+                run.timer.cancel()
+                self._watch(run)
 
     async def _attempt(self, run: AttemptRun) -> None:
         value = from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
-        run.timer = asyncio.get_running_loop().call_at(run.next_deadline()[0], self._watch, run)
+        loop = asyncio.get_running_loop()
+        run.timer = loop.call_at(run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()), self._watch, run)
         error: BaseException | None = None
         result: Any = None
         try:
@@ -292,7 +314,7 @@ class Engine:
             if run.timer is not None:
                 run.timer.cancel()
                 run.timer = None
-        verdict = judge(run, result, error, self.definitions, self.now())
+        verdict = judge(run, result, error, self.definitions, self.now(run.flow_id))
         if isinstance(verdict, t.Failure):
             await self._commit_failure(run, verdict)
         elif isinstance(verdict, WaitResult):
@@ -365,10 +387,10 @@ class Engine:
 
         def apply(tx: Any) -> w.ExecuteDone:
             return w.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
-                                      self.definitions, run.definition, self.now(), owner)
+                                      self.definitions, run.definition, self.now(run.flow_id), owner)
 
         def done(d: w.ExecuteDone) -> None:
-            now, c = self.now(), d.completed
+            now, c = self.now(run.flow_id), d.completed
             self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
@@ -387,7 +409,7 @@ class Engine:
 
         def apply(tx: Any) -> w.Woken | None:
             return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
-                                 self.definitions, self.now(), owner)
+                                 self.definitions, self.now(run.flow_id), owner)
 
         def done(woken: w.Woken | None) -> None:
             self.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
@@ -398,7 +420,7 @@ class Engine:
         await self._commit(run, apply, done)
 
     def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
-        now = self.now()
+        now = self.now(flow_id)
         for x in woken:
             self.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
                       conditionResults=x.condition_results)
@@ -417,7 +439,7 @@ class Engine:
 
     async def _commit_failure(self, run: AttemptRun, failure: t.Failure) -> None:
         def apply(tx: Any) -> t.Failed:
-            return t.fail(tx, run.step, self.owner, failure, self.definitions, self.now())
+            return t.fail(tx, run.step, self.owner, failure, self.definitions, self.now(run.flow_id))
 
         await self._commit(run, apply, lambda failed: self._after_failure(
             run.flow_id, run.seid, run.spec.step_type, run.attempt, failure, failed))
@@ -452,14 +474,13 @@ class Engine:
         stopped, self._stopped = self._stopped, []
         if not stopped:
             return 0
-        now = self.now()
         with self.store.tx() as tx:
-            released = sum(t.release(tx, run.attempt_key, now) for run in stopped)
+            released = sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped)
         return released
 
 
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
         with self.store.tx() as tx:
-            closed = t.stop(tx, flow_id, stop_type, reason, self.now())
+            closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
         self._after_close(flow_id, closed)
         self.wake()

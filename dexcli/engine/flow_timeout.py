@@ -136,6 +136,7 @@ def flow_timeout(tx: Tx, flow_id: str, now: float, definitions: Definitions) -> 
 
 
 def fire_due(tx: Tx, now: float, flow_ids: list[str] | None, definitions: Definitions) -> list[TimedOut]:
-    """Fire every due flow timeout among `flow_ids` (None: all flows)."""
-    fired = (flow_timeout(tx, fid, now, definitions) for fid in tx.due_flow_timeouts(now, flow_ids))
+    """Fire every flow timeout among `flow_ids` (None: all flows) due by real time `now`, each
+    at its flow's own clock."""
+    fired = (flow_timeout(tx, fid, now + offset, definitions) for fid, offset in tx.due_flow_timeouts(now, flow_ids))
     return [x for x in fired if x is not None]

@@ -3,6 +3,7 @@ from the loop group-committed."""
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -10,14 +11,23 @@ from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.store import Store
 
+# the flow whose attempt runs in this context: the host's clock is that flow's
+current_flow: contextvars.ContextVar[str | None] = contextvars.ContextVar("dex_current_flow", default=None)
+
 
 class StoreHost:
-    def __init__(self, store: Store, clock: Clock, commits: GroupCommit | None = None) -> None:
+    def __init__(self, store: Store, clock: Clock, commits: GroupCommit | None = None,
+                 flow_now: Callable[[str], float] | None = None) -> None:
         self.store = store
         self.clock = clock
         self._commits = commits or GroupCommit(store)
+        self._flow_now = flow_now
 
     def now(self) -> float:
+        """Inside an attempt, the time on its flow's clock; elsewhere this process's clock."""
+        flow_id = current_flow.get()
+        if flow_id is not None and self._flow_now is not None:
+            return self._flow_now(flow_id)
         return self.clock.now()
 
     def kv_get(self, ns: str, key: str) -> Any:

@@ -371,15 +371,15 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
     locks), call, commit. Returns the handler's output."""
     decoded = decode_input(spec, value)
     with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.now())
-    ctx = _context(snapshot, definition, flow_id, spec, engine.now())
+        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
     try:
         planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
         if _read_only(snapshot, ctx, planned):
             return planned.output  # a read-only RPC may be served from a closed run
         with engine.store.tx() as tx:
             applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                             engine.now(), spec.options.is_transactional)
+                             ctx.now, spec.options.is_transactional)
     except BaseException:
         _unlock(engine, flow_id, snapshot)
         raise
@@ -394,15 +394,15 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
 
     decoded = decode_input(spec, value)
     with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.now())
-    ctx = _context(snapshot, definition, flow_id, spec, engine.now())
+        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
     try:
         planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
         if _read_only(snapshot, ctx, planned):
             return planned.output
         await engine.commits.submit(Unit(
             lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                              engine.now(), spec.options.is_transactional),
+                              ctx.now, spec.options.is_transactional),
             lambda applied: after(engine, flow_id, spec, applied)))
     except BaseException:
         _unlock(engine, flow_id, snapshot)

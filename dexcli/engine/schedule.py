@@ -3,6 +3,12 @@
 Each pass reads one schedule (the earliest queued step or retry; the deadlines of attempts
 other processes hold), reaps what has expired, claims what is due, and then sleeps until the
 next of those times or until something wakes it (an attempt ended, a flow started here).
+
+Each flow has its own clock: real time plus its offset (`flows.clock_offset`, what time
+skipping added), and its stored times are on that clock. The schedule is read in real time
+(the store subtracts each flow's offset), so one process's skip never makes another flow due.
+When this engine's time-skip clock jumps, the flows it drives are skipped by the same amount;
+a process driving one flow keeps its clock equal to that flow's, `dex time skip` included.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ class Scheduler:
         self._driving: frozenset[str] | None = None  # the flows run() drives (None: not running)
         self._all = False  # run() drives every flow in the database (a worker)
         self._wake: asyncio.Event | None = None
-        self._next_offset_read = 0.0  # real monotonic time of the next look at the database clock
+        self._next_offset_read = 0.0  # real monotonic time of the next look at the flows' offsets
+        self._ids: list[str] | None = None  # the flows looked at this pass (None: all)
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -65,9 +72,13 @@ class Scheduler:
             self.owner = self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
         self._wake = asyncio.Event()
+        self._next_offset_read = 0.0
+        clock = engine.clock
+        if clock.follow_real and clock.auto_advance:
+            clock.on_advance = self._skipped
         try:
             while True:
-                ids = self._scope(flow_ids)
+                ids = self._ids = self._scope(flow_ids)
                 if flow_ids is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
                     raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
@@ -82,14 +93,34 @@ class Scheduler:
                 await self._sleep(timeout)
         finally:
             self._all, self._driving = False, None
+            if clock.on_advance == self._skipped:
+                clock.on_advance = None
+
+    def _skipped(self, seconds: float) -> None:
+        """This engine's clock jumped: so do the clocks of the flows it drives."""
+        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds))
+
+    def _read_offsets(self, ids: list[str] | None) -> None:
+        """Adopt the flows' offsets (`dex time skip` moves them): a process driving one flow
+        moves its own clock with it; the attempts of a flow whose clock moved re-arm."""
+        engine, clock = self.engine, self.engine.clock
+        self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS
+        fresh = engine.store.flow_offsets(ids)
+        changed = {f for f in set(fresh) | {f for f in engine.offsets if ids is None or f in ids}
+                   if fresh.get(f, 0.0) != engine.offsets.get(f, 0.0)}
+        for f in changed:
+            engine.offsets[f] = fresh.get(f, 0.0)
+        if ids is not None and len(ids) == 1 and clock.follow_real:
+            clock.set_offset(engine.offsets.get(ids[0], 0.0))
+        for f in changed:
+            engine.rearm(f)
 
     def _pass(self, ids: list[str] | None) -> Schedule:
         """Read the schedule; reap and claim what is due. Returns the schedule after that."""
         engine, clock = self.engine, self.engine.clock
-        if clock.follow_real and not clock.auto_advance and clock.real_monotonic() >= self._next_offset_read:
-            self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS  # another process's skip
-            clock.set_offset(engine.store.clock_offset())
-        now = clock.now()
+        if clock.real_monotonic() >= self._next_offset_read:
+            self._read_offsets(ids)
+        now = clock.real()
         sched = engine.store.schedule(ids, self.owner)  # one read per pass
         if any(t is not None and t <= now for _, t in sched.foreign):
             engine.reap(now, ids)
@@ -103,7 +134,7 @@ class Scheduler:
         """How long to sleep: None for until woken; a negative value means look again now."""
         clock = self.engine.clock
         wake_at, live_foreign = self._next_wake(sched)
-        timeout = None if wake_at is None else max(0.0, wake_at - clock.now())
+        timeout = None if wake_at is None else max(0.0, wake_at - clock.real())
         if clock.follow_real and not clock.auto_advance:
             timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
         elif clock.auto_advance and clock.follow_real and not self.engine.runs and (

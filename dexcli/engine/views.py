@@ -114,7 +114,30 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float) -> dict[str,
     if s.status in (StepState.BACKOFF, StepState.QUEUED):
         out["nextAttemptTime"] = iso(s.next_attempt_at)
         out["secondsToNextAttempt"] = round((s.next_attempt_at or now) - now, 3)
+        out["secondsTotalLeft"] = round(s.total_deadline - now, 3)
     return out
+
+
+OVERDUE_GRACE = 2.0  # a process driving the flow claims what is due within half a second
+
+
+def overdue(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """When no live process holds the flow and something of it is past due: by how long, and
+    which step. None while a live process holds one of its steps (it drives the flow)."""
+    late: list[tuple[float, str]] = []
+    for st in steps:
+        r = st.get("running")
+        if r is not None:
+            if r["ownerAlive"] is True:
+                return None
+            if r["secondsToTimeout"] < 0:
+                late.append((-r["secondsToTimeout"], st["stepExecutionId"]))
+        elif st["status"] in ("QUEUED", "BACKOFF") and st["secondsToNextAttempt"] < -OVERDUE_GRACE:
+            late.append((-st["secondsToNextAttempt"], st["stepExecutionId"]))
+    if not late:
+        return None
+    seconds, seid = max(late)
+    return {"seconds": round(seconds, 3), "stepExecutionId": seid}
 
 
 def _running(s: StepRecord, now: float) -> dict[str, Any]:
@@ -242,4 +265,5 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "history": [history_event(e) for e in store.history_of(flow_id)],
         "state": flow_state(row, step_rows, store.read(lambda tx: tx.pending_messages(flow_id)), now),
         "now": iso(now),
+        "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
     }

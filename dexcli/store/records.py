@@ -1,7 +1,8 @@
 """What the store hands out: frozen records, one per table row, and the enums of their states.
 
 Field names are the column names (schema.sql). Values stay as stored: times are epoch seconds
-on the database clock, JSON columns are text (the engine and the views decode what they use).
+on their flow's clock (real time plus the flow's offset), JSON columns are text (the engine
+and the views decode what they use).
 The enums' values are what the database holds; `dex inspect --json` shows them as they are.
 """
 
@@ -172,6 +173,7 @@ class Runnable:
     run_id: str
     flow_type: str
     flow_ref: str | None
+    clock_offset: float = 0.0  # the flow's: its times are real time plus this
 
 
 @dataclass(frozen=True, slots=True)

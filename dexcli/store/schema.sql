@@ -1,4 +1,5 @@
--- dex database schema. Times are epoch seconds (REAL) on the database's clock.
+-- dex database schema. Times are epoch seconds (REAL) on their flow's clock: real time plus
+-- flows.clock_offset (what time skipping added to that flow; 0 for most).
 -- Values (inputs, outputs, checkpoints, Stream values) are JSON text.
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,

@@ -6,11 +6,13 @@ reported done. Reads outside a transaction take no write lock.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from dexcli.store.clocks import rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DatabaseConditionError
 from dexcli.store.records import (
@@ -51,6 +53,7 @@ class Store:
         self.commits = 0
         self._lock = threading.RLock()
         self._conn = open_connection(self.path, create=create, synchronous=synchronous, busy_timeout=busy_timeout)
+        self._adopt_database_offset()
 
     def close(self) -> None:
         with self._lock:
@@ -92,29 +95,49 @@ class Store:
             rows: list[tuple[Any, ...]] = self._conn.execute(sql, args).fetchall()
             return rows
 
-    # --- clock ----------------------------------------------------------------------------
-    def clock_offset(self) -> float:
-        with self._lock:
-            value = scalar(self._conn, "SELECT value FROM meta WHERE key = 'clock_offset'")
-        return float(value) if value is not None else 0.0
+    # --- clocks: each flow has its own (real time plus its offset) ------------------------
+    def _adopt_database_offset(self) -> None:
+        """A database from before per-flow clocks kept one offset for every flow (meta
+        'clock_offset'): it becomes each flow's own offset, once, and the database one goes."""
+        try:
+            with self._lock:
+                value = scalar(self._conn, "SELECT value FROM meta WHERE key = 'clock_offset'")
+            if value is None:
+                return
+            with self.tx() as tx:
+                tx.c.execute("UPDATE flows SET clock_offset = clock_offset + ?", (float(value),))
+                tx.c.execute("DELETE FROM meta WHERE key = 'clock_offset'")
+        except sqlite3.OperationalError:
+            pass  # a read-only database: its flows are read as they are
 
-    def set_clock_offset(self, offset: float) -> None:
-        """Move the database clock's offset forward (never back)."""
-        with self.tx() as tx:
-            tx.c.execute(
-                "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value "
-                "WHERE CAST(excluded.value AS REAL) > CAST(meta.value AS REAL)", (repr(offset),))
+    def flow_offsets(self, flow_ids: list[str] | None) -> dict[str, float]:
+        """The running flows' clock offsets (those not zero), of these flows or of all."""
+        sql, args = "SELECT flow_id, clock_offset FROM flows WHERE status = 'RUNNING' AND clock_offset != 0", []
+        if flow_ids is not None:
+            sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
+        return {fid: float(off) for fid, off in self._rows(sql, tuple(args))}
 
-    def skip_clock(self, seconds: float) -> float:
-        """Move the database clock forward by `seconds` in one transaction; returns the new offset."""
+    def skip_flows(self, flow_ids: list[str] | None, seconds: float) -> dict[str, float]:
+        """Move these flows' clocks (None: every running flow's) forward by `seconds`, in one
+        transaction (two skips at once both count). Returns the flows moved, with their offsets."""
+        if flow_ids == []:
+            return {}
+        cond, args = "status = 'RUNNING'", []
+        if flow_ids is not None:
+            cond = f"flow_id IN ({','.join('?' for _ in flow_ids)})"
+            args = list(flow_ids)
         with self.tx() as tx:
-            tx.c.execute(
-                "INSERT INTO meta (key, value) VALUES ('clock_offset', ?) ON CONFLICT(key) DO UPDATE SET "
-                "value = CAST(CAST(meta.value AS REAL) + CAST(excluded.value AS REAL) AS TEXT)",
-                (repr(max(0.0, seconds)),))
-            value = scalar(tx.c, "SELECT value FROM meta WHERE key = 'clock_offset'")
-        return float(value)
+            tx.c.execute(f"UPDATE flows SET clock_offset = clock_offset + ? WHERE {cond}",
+                         (max(0.0, seconds), *args))
+            rows = tx.c.execute(f"SELECT flow_id, clock_offset FROM flows WHERE {cond}", args).fetchall()
+        return {fid: float(off) for fid, off in rows}
+
+    def reset_flow_clock(self, flow_id: str) -> float:
+        """Put a flow back on real time: its offset becomes 0 and every time it stored moves
+        back by the old offset, so what is due stays due when it was. Returns the old offset."""
+        with self.tx() as tx:
+            return rebase_flow(tx.c, flow_id)
 
     # --- reads ----------------------------------------------------------------------------
     def get_flow(self, flow_id: str) -> FlowRecord | None:
@@ -170,20 +193,23 @@ class Store:
     def schedule(self, flow_ids: list[str] | None, owner: str) -> Schedule:
         """In one statement: the earliest time a queued step or a retry becomes runnable (or a
         flow's timeout fires), and the running attempts other owners hold, each with its first
-        deadline."""
+        deadline. Times are real: a flow's stored times are on its own clock (real time plus its
+        offset)."""
         if flow_ids == []:
             return Schedule(None, ())
         cond, args = "", []
         if flow_ids is not None:
-            cond = f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            cond = f" AND s.flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
         rows = self._rows(
-            "SELECT 0, NULL, MIN(next_attempt_at) FROM steps "
-            f"WHERE status IN ('QUEUED','BACKOFF','WAITING'){cond} "
-            "UNION ALL SELECT 1, lease_owner, MIN(heartbeat_deadline, attempt_deadline, total_deadline) FROM steps "
-            f"WHERE status = 'RUNNING' AND (lease_owner IS NULL OR lease_owner != ?){cond} "
-            "UNION ALL SELECT 0, NULL, MIN(timeout_at) FROM flows "  # flow timeouts (dexcli.engine.flow_timeout)
-            f"WHERE status = 'RUNNING' AND timeout_at IS NOT NULL{cond}",
+            "SELECT 0, NULL, MIN(s.next_attempt_at - f.clock_offset) FROM steps s JOIN flows f USING (flow_id) "
+            f"WHERE s.status IN ('QUEUED','BACKOFF','WAITING'){cond} "
+            "UNION ALL SELECT 1, s.lease_owner, "
+            "MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset "
+            "FROM steps s JOIN flows f USING (flow_id) "
+            f"WHERE s.status = 'RUNNING' AND (s.lease_owner IS NULL OR s.lease_owner != ?){cond} "
+            "UNION ALL SELECT 0, NULL, MIN(f.timeout_at - f.clock_offset) FROM flows f "  # flow timeouts
+            f"WHERE f.status = 'RUNNING' AND f.timeout_at IS NOT NULL{cond.replace('s.flow_id', 'f.flow_id')}",
             (*args, owner, *args, *args))
         due = min((t for k, _, t in rows if k == 0 and t is not None), default=None)
         return Schedule(due, tuple((o, t) for k, o, t in rows if k == 1))

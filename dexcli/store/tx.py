@@ -178,32 +178,37 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                        "WHERE flow_id = ? AND outcome = 'RUNNING'", (now, flow_id))
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
+        """Queued, backing-off and waiting steps due by `now` (real time; each flow's stored
+        times are on its own clock, real time plus its offset)."""
         if flow_ids == []:
             return []
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
-        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref "
+        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset "
                "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               "WHERE s.status IN ('QUEUED','BACKOFF','WAITING') AND s.next_attempt_at <= ?")
+               "WHERE s.status IN ('QUEUED','BACKOFF','WAITING') AND s.next_attempt_at - f.clock_offset <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
             sql += f" AND s.flow_id IN {_in(flow_ids)}"
             args += flow_ids
-        sql += " ORDER BY s.next_attempt_at LIMIT ?"
+        sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
         rows = self.c.execute(sql, (*args, limit)).fetchall()
-        return [Runnable(step_record(r[:-4]), FlowState(r[-4]), *r[-3:]) for r in rows]
+        return [Runnable(step_record(r[:-5]), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
-    def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None) -> list[StepRecord]:
-        """Running steps other owners hold whose first deadline has passed."""
+    def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
+                                 ) -> list[tuple[StepRecord, float]]:
+        """Running steps other owners hold whose first deadline has passed by `now` (real
+        time), each with its flow's clock offset."""
         if flow_ids == []:
             return []
-        sql = (f"SELECT {STEP_COLUMNS} FROM steps WHERE status = 'RUNNING' "
-               "AND (lease_owner IS NULL OR lease_owner != ?) "
-               "AND MIN(heartbeat_deadline, attempt_deadline, total_deadline) <= ?")
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        sql = (f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+               "WHERE s.status = 'RUNNING' AND (s.lease_owner IS NULL OR s.lease_owner != ?) "
+               "AND MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset <= ?")
         args: list[Any] = [owner, now]
         if flow_ids is not None:
-            sql += f" AND flow_id IN {_in(flow_ids)}"
+            sql += f" AND s.flow_id IN {_in(flow_ids)}"
             args += flow_ids
-        return [step_record(r) for r in self.c.execute(sql, args).fetchall()]
+        return [(step_record(r[:-1]), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------
     def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float,

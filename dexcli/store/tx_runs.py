@@ -49,16 +49,17 @@ class RunStatements:
             (s.timeout, s.timeout_policy, timeout_at, s.timeout_handler_options, s.start_delay,
              s.id_reuse_policy, flow_id))
 
-    def due_flow_timeouts(self, now: float, flow_ids: list[str] | None) -> list[str]:
-        """Running flows whose timeout has come, earliest first."""
+    def due_flow_timeouts(self, now: float, flow_ids: list[str] | None) -> list[tuple[str, float]]:
+        """Running flows whose timeout has come by real time `now`, earliest first, each with
+        its clock offset (its timeout is on its own clock)."""
         if flow_ids == []:
             return []
-        sql = "SELECT flow_id FROM flows WHERE status = 'RUNNING' AND timeout_at <= ?"
+        sql = "SELECT flow_id, clock_offset FROM flows WHERE status = 'RUNNING' AND timeout_at - clock_offset <= ?"
         args: list[Any] = [now]
         if flow_ids is not None:
             sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
             args += flow_ids
-        return [r[0] for r in self.c.execute(sql + " ORDER BY timeout_at", args).fetchall()]
+        return [(r[0], float(r[1])) for r in self.c.execute(sql + " ORDER BY timeout_at", args).fetchall()]
 
     def take_flow_timeout(self, flow_id: str) -> bool:
         """The timeout of a running flow fires once: clear it. False when it already had."""

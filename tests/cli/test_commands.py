@@ -159,14 +159,6 @@ def test_version(cli):
     assert res.stdout.strip() == f"dex {__version__}"
 
 
-def test_time_show_and_skip(cli):
-    assert "(real time)" in cli.ok("time").stdout
-    res = cli.ok("time", "skip", "90s")
-    assert "clock moved forward 1 m 30 s" in res.stdout and "offset now +1 m 30 s" in res.stdout
-    cli.ok("time", "skip", "1m30s")
-    assert "offset +3 m" in cli.ok("time").stdout
-
-
 def test_list_text(cli):
     cli.ok("run", "three-steps", "--flow-id", "a", "--input", "1")
     cli.ok("run", "polling", "--flow-id", "b", "--job-fails", "--time-skip", code=1)

@@ -90,8 +90,8 @@ def test_a_read_only_database_file(folder: Path) -> None:
     assert dex(db, "run", "three-steps", "--input", "1").returncode == 0
     db.chmod(0o444)
     assert dex(db, "list").returncode == 0  # reading needs only the folder (for the -wal and -shm files)
-    for args in (["run", "three-steps", "--input", "1"], ["time", "skip", "1m"]):
-        one_error(dex(db, *args), f"cannot write the database {db}", "the file is read-only")
+    one_error(dex(db, "run", "three-steps", "--input", "1"), f"cannot write the database {db}",
+              "the file is read-only")
 
 
 def test_an_unreadable_database_file(folder: Path) -> None:

@@ -21,7 +21,8 @@ def test_command_lists_show_whole_first_sentences(cli, args, columns):
         assert "inspect Show everything about one flow: steps and every attempt, checkpoints, deadlines, " \
                "Streams, history." in flat
     else:
-        assert "skip Move the database clock forward for every process using this database." in flat
+        assert "skip Move the named flows' clocks forward (or every running flow's, with --all)." in flat
+        assert "reset Put flows back on real time (what was skipped stays skipped)." in flat
 
 
 def test_first_sentence():

@@ -8,7 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from dexcli.cli.render import LineDiffer, final_card, inspect_view, live_view
+from dexcli.cli.render import LineDiffer, final_card, live_view
+from dexcli.cli.render_inspect import inspect_view
 from dexcli.testing import DexTestEnv
 from flows.polling import PollingFlow
 

@@ -97,7 +97,7 @@ def test_a_running_step_ends_at_now_and_lists_its_deadlines_past_the_axis(tmp_pa
 
 def test_skipped_time_is_said_not_drawn(cli_retried):
     lines = plain(cli_retried, 80, offset=7.0)
-    assert any("database clock is +7.0 s ahead" in ln for ln in lines)
+    assert any("flow's clock is +7.0 s ahead" in ln for ln in lines)
     assert any("no break" in ln for ln in lines)
     assert not any("ahead" in ln for ln in plain(cli_retried, 80))
 

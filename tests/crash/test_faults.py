@@ -29,15 +29,15 @@ def _run(db: Path, flow: str, fid: str, *extra: str) -> dict[str, Any]:
 
 
 def _time_skip_recovery(db: Path) -> Trial:
-    """No --time-skip anywhere: the crashed attempt's lease runs out because `dex time skip 2m`
-    moves the database clock; a plain `dex resume` then declares it lost at once."""
+    """No --time-skip anywhere: the crashed attempt's lease runs out because `dex time skip 2m ID`
+    moves that flow's clock; a plain `dex resume` then declares it lost at once."""
     fid = "manual-skip"
     t = Trial("manual-skip", "polling", fid, db)
     t.victim = dex(db, *flow_args("polling", fid), "--crash-at", "stream-write:1")
     t.pre = snapshot(db, fid, doctor=False)
     t.notes["inspect_json"] = dex(db, "inspect", fid, "--json")
     t.notes["inspect_text"] = dex(db, "inspect", fid)
-    t.notes["skip"] = dex(db, "time", "skip", "2m")
+    t.notes["skip"] = dex(db, "time", "skip", "2m", fid)
     t0 = time.monotonic()
     t.resume = dex(db, "resume", fid)
     t.notes["wall"] = time.monotonic() - t0

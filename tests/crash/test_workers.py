@@ -1,6 +1,6 @@
 """Two `dex worker` processes on one database: 100 three-step flows, each completed exactly once,
 no two attempts of one step execution overlapping; and a worker SIGKILLed mid-run whose leases
-the other takes over once `dex time skip` has moved their heartbeat deadlines into the past.
+the other takes over once `dex time skip 2m --all` has moved those flows' clocks past their heartbeat deadlines.
 
 The workers start first (a polling flow with a 4 s job keeps `--until-idle` workers alive);
 the flows are started from this process while both are polling for work, so both get some.
@@ -38,7 +38,7 @@ N_FLOWS = 100
 
 def _engine(db: Path) -> Engine:
     store = Store(db)
-    return Engine(store, Clock(offset=store.clock_offset()), Registry(allow_async_handlers=True))
+    return Engine(store, Clock(), Registry(allow_async_handlers=True))
 
 
 def _start_sentinel(engine: Engine) -> None:
@@ -73,7 +73,7 @@ def _scenario(db: Path, kill: bool, seed: int = 0) -> dict[str, Any]:
     skip = None
     if kill:
         finish(a)
-        skip = dex(db, "time", "skip", "2m")
+        skip = dex(db, "time", "skip", "2m", "--all")
     procs = [finish(a), finish(b)]
     engine.store.close()
     doctor = dex(db, "doctor")
@@ -106,7 +106,7 @@ def _time_skip_worker_next_to_live_run(db: Path) -> dict[str, Any]:
     b = spawn(db, "worker", "--until-idle", "--time-skip")
     time.sleep(3)
     store = Store(db)
-    FakeJobService(StoreHost(store, Clock(offset=store.clock_offset()))).complete_job("live")
+    FakeJobService(StoreHost(store, Clock())).complete_job("live")
     store.close()
     return {"db": db, "run": finish(a, timeout=30), "worker": finish(b, timeout=30)}
 

@@ -589,7 +589,7 @@ def test_fail_of_an_attempt_that_lost_its_step_is_fenced(store: Store, defs: Def
 
 # ---------------------------------------------------------------------------- reap ---------
 def _expired(store: Store, now: float, owner: str = "me") -> list[StepRecord]:
-    return store.read(lambda tx: tx.expired_foreign_attempts(now, owner, None))
+    return [s for s, _ in store.read(lambda tx: tx.expired_foreign_attempts(now, owner, None))]
 
 
 def test_reap_declares_a_dead_owners_attempt_lost_then_retries(store: Store, defs: Definitions) -> None:

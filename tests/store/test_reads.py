@@ -1,9 +1,8 @@
-"""Store reads outside a transaction: flow lists, history, the schedule, the clock offset, kv."""
+"""Store reads outside a transaction: flow lists, history, the schedule, kv (flows' clocks: test_clocks)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -110,30 +109,6 @@ def test_schedule_foreign_lists_other_owners_running_attempts_with_their_first_d
         [("third", T0 + 45), ("me", T0 + 1)], key=str)
 
 
-# ---------------------------------------------------------------------------- clock --------
-def test_the_clock_offset_only_moves_forward_and_is_shared(store: Store, db: Path) -> None:
-    assert store.clock_offset() == 0.0
-    store.set_clock_offset(120.5)
-    assert store.clock_offset() == 120.5
-    store.set_clock_offset(60.0)
-    assert store.clock_offset() == 120.5
-    store.set_clock_offset(1e6 + 0.25)
-    assert store.clock_offset() == 1e6 + 0.25
-    other = Store(db)
-    try:
-        assert other.clock_offset() == 1e6 + 0.25
-        other.set_clock_offset(9.0)
-    finally:
-        other.close()
-    assert store.clock_offset() == 1e6 + 0.25
-
-
-def test_the_clock_offset_compares_as_a_number_not_as_text(store: Store) -> None:
-    store.set_clock_offset(9.5)
-    store.set_clock_offset(10.0)  # "10.0" < "9.5" as text
-    assert store.clock_offset() == 10.0
-
-
 # ---------------------------------------------------------------------------- kv -----------
 def test_kv_round_trips_json_values_per_namespace(store: Store) -> None:
     assert store.kv_get("jobs", "j1") is None
@@ -158,14 +133,3 @@ def test_kv_update_is_read_modify_write_and_a_raise_changes_nothing(store: Store
     with pytest.raises(ValueError, match="no: 2"):
         store.kv_update("n", "count", refuse)
     assert store.kv_get("n", "count") == 2
-
-
-def test_skipping_the_clock_adds_to_the_offset_in_one_transaction(store: Store, db: Path) -> None:
-    assert store.skip_clock(120) == 120.0
-    other = Store(db)
-    try:  # two processes skipping: both skips count
-        assert other.skip_clock(30.5) == 150.5
-    finally:
-        other.close()
-    assert store.skip_clock(-50) == 150.5  # never back
-    assert store.clock_offset() == 150.5

@@ -206,13 +206,13 @@ def test_expired_foreign_attempts_are_other_owners_past_their_first_deadline(sce
 
     def expired(flow_ids: list[str] | None) -> set[str]:
         steps = scene.read(lambda tx: tx.expired_foreign_attempts(T0 + 60, "me", flow_ids))
-        return {f"{s.flow_id}/{s.step_execution_id}" for s in steps}
+        return {f"{s.flow_id}/{s.step_execution_id}" for s, _ in steps}
 
     assert expired(None) == {"f/Hb-1", "f/Method-1", "f/Total-1", "g/Hb-1"}
     assert expired(["f"]) == {"f/Hb-1", "f/Method-1", "f/Total-1"}
     assert expired([]) == set()
     seen_by_other = scene.read(lambda tx: tx.expired_foreign_attempts(T0 + 60, "other", ["f"]))
-    assert [(s.step_execution_id, s.lease_owner) for s in seen_by_other] == [("Mine-1", "me")]
+    assert [(s.step_execution_id, s.lease_owner, off) for s, off in seen_by_other] == [("Mine-1", "me", 0.0)]
 
 
 # ---------------------------------------------------------------------------- attempts -----

@@ -1,0 +1,177 @@
+"""`dex inspect`'s text view: the summary, what the flow waits on, every attempt, history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from dexcli.cli import render_wait as rw
+from dexcli.cli.config import format_duration
+from dexcli.cli.render import (
+    STATUS_STYLE,
+    _duration_between,
+    clock_time,
+    decision_text,
+    due_in,
+    error_place,
+    error_text,
+    overdue_line,
+    parse_iso,
+    short_value,
+    stream_lines,
+)
+from dexcli.cli.start_options import history_text, options_text
+
+
+def waiting_on(snap: dict[str, Any]) -> Text | None:
+    """One line that explains a running flow: what it waits on and until when."""
+    if snap["summary"]["flowStatus"] != "RUNNING":
+        return None
+    parts = []
+    for st in snap["steps"]:
+        if st["status"] == "RUNNING":
+            r = st["running"]
+            who = "lost? " if r.get("ownerAlive") is False else ""
+            kind = r["nextTimeout"]
+            parts.append(
+                f"{st['stepExecutionId']} attempt {st['attempt']} {who}— last heartbeat "
+                f"{format_duration(r['secondsSinceHeartbeat'])} ago, "
+                f"{due_in(r['secondsToTimeout'], kind + ' timeout in', kind + ' timeout overdue by')} "
+                f"(at {clock_time(r['nextTimeoutTime'])})")
+        elif st["status"] == "BACKOFF":
+            parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
+                         f"{clock_time(st.get('nextAttemptTime'))} "
+                         f"(in {format_duration(st.get('secondsToNextAttempt') or 0)})")
+        elif st["status"] == "QUEUED":
+            parts.append(f"{st['stepExecutionId']} queued — needs a running dex "
+                         f"(dex resume {snap['summary']['flowId']})")
+        elif st["status"] == "WAITING":
+            active = rw.active_of(snap, st["stepExecutionId"])
+            what = rw.summary(snap, active, parse_iso(snap["now"]) or 0.0) if active else "its wait"
+            parts.append(f"{st['stepExecutionId']} waits for {what}")
+    if not parts:
+        parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
+    t = Text(" Waiting on:  ", style="bold")
+    t.append(" · ".join(parts))
+    return t
+
+
+def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
+    s = snap["summary"]
+    now = parse_iso(snap["now"]) or 0.0
+    start = parse_iso(s["startTime"]) or now
+    end = parse_iso(s["closeTime"]) or now
+    title = Text(f" {s['flowType']} · {s['flowId']} · ", style="bold")
+    title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
+    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(end - start)}")
+    parts: list[RenderableType] = [title]
+    meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
+    if offset:
+        meta.append(f" · its clock +{format_duration(offset)} ahead of real time", style="yellow")
+    parts.append(meta)
+    options = options_text(s)
+    if options is not None:
+        parts.append(options)
+    if s["completions"]:
+        parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
+    if s["errorMessage"]:
+        parts.append(Text(f" Error:   {error_text(s['errorType'], s['errorMessage'])}", style="red"))
+    w = waiting_on(snap)
+    if w is not None:
+        parts.append(w)
+        moves = [c for a in snap.get("state", {}).get("activeStepExecutions", []) if a["phase"] == "WAITING"
+                 for c in rw.commands(snap, a, ())]
+        if moves:
+            parts.append(Text(" Move on:     " + " · ".join(moves), style="dim"))
+    late = overdue_line(snap)
+    if late is not None:
+        parts.append(late)
+    parts.append(Text(" Steps", style="bold"))
+    parts.append(_steps_table(snap, now))
+    parts.extend(stream_lines(snap))
+    parts.append(Text(" History", style="bold"))
+    parts.extend(_history_line(e) for e in snap["history"])
+    return Group(*parts)
+
+
+def _steps_table(snap: dict[str, Any], now: float) -> Table:
+    table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
+    for col in ("step", "status", "attempt", "start", "duration", "outcome", "error / decision"):
+        table.add_column(col, overflow="fold")
+    for st in snap["steps"]:
+        first = True
+        for a in st["attempts"] or [None]:
+            if a is None:
+                table.add_row(st["stepExecutionId"], st["status"], "-", "-", "-", "-", "")
+                continue
+            dur = _duration_between(a["startTime"], a["endTime"])
+            if dur is None and a["outcome"] == "RUNNING":
+                dur = now - (parse_iso(a["startTime"]) or now)
+            if a.get("method") == "WAIT_FOR":
+                info = _wait_for_text(st, a)
+            elif a["outcome"] == "COMPLETED":
+                info = decision_text(st["decision"])
+            elif a["errorType"]:
+                info = f"{a['errorType']}: {a['detail']}{error_place(a)}"
+            else:
+                info = ""
+            table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
+                          f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
+                          format_duration(dur) if dur is not None else "-",
+                          Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
+            first = False
+        if st["status"] == "RUNNING" and st["hasCheckpoint"]:
+            table.add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))
+        if st["recoveryError"]:
+            rec = st["recoveryError"]
+            table.add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
+                          f"{rec['errorType']}: {rec['detail']}")
+    return table
+
+
+def _wait_for_text(st: dict[str, Any], a: dict[str, Any]) -> str:
+    """The error / decision cell of a wait_for attempt: what its wait came to."""
+    if a["errorType"]:
+        return f"wait_for: {a['errorType']}: {a['detail']}"
+    wf = st.get("waitFor") or {}
+    chosen = rw.selected_ids(wf.get("conditionResults"))
+    if wf.get("outcome") == "COMPLETED":
+        return "wait_for → " + (", ".join(chosen) + " ready" if chosen else "ready")
+    return f"wait_for → {(wf.get('outcome') or 'running').lower()}"
+
+
+def _history_line(e: dict[str, Any]) -> Text:
+    line = Text(f"   {e['eventId']:>3}  {clock_time(e['eventTime'])}  {e['type']:<22}")
+    if "stepExecutionId" in e:
+        line.append(f"{e['stepExecutionId']}  ")
+    if e["type"] == "StepExecuteCompleted":
+        line.append(decision_text(e.get("decision")), style="dim")
+    elif e["type"] == "StepExecuteFailed":
+        line.append(f"{e['errorType']}: {e['detail']} ({e['reason']})", style="red")
+        if e.get("recoveryStepExecutionId"):
+            line.append(f" → {e['recoveryStepExecutionId']}")
+    elif e["type"] == "FlowClosed":
+        line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
+        if e.get("errorMessage"):
+            line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
+    elif e["type"] == "RpcExecutionCompleted":
+        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
+    elif e["type"] == "TimerSkipped":
+        line.append(f"timer {e.get('conditionId') or '#' + str(e['timerIndex'])}", style="dim")
+    elif e["type"] == "StepWaitForCompleted":
+        line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
+    elif e["type"] == "FlowStarted":
+        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}{history_text(e)}",
+                    style="dim")
+    elif e["type"] == "FlowTimedOut":
+        line.append(history_text(e), style="yellow")
+    return line
+
+
+def _outcome_style(outcome: str) -> str:
+    return {"COMPLETED": "green", "RUNNING": "cyan", "FAILED": "red", "TIMED_OUT": "red", "LOST": "red",
+            "CANCELED": "yellow"}.get(outcome, "")

@@ -1,0 +1,98 @@
+"""`dex worker`: drive every flow of the database and say what each one did."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from dexcli.cli.driver import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    INTERRUPTED,
+    _drive,
+    _stop_when_output_closes,
+    json_listener,
+)
+from dexcli.cli.stopping import (
+    CLOSED,
+    EXIT_OUTPUT_CLOSED,
+    EXIT_TERMINATED,
+    TERMINATED,
+    StopRequest,
+    is_closed_pipe,
+    silence_stdout,
+)
+from dexcli.engine.core import Engine
+from dexcli.engine.events import Event, Listener
+from dexcli.engine.process import tune_gc
+from dexcli.engine.runner import Runner
+
+
+def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
+    """What `dex worker` prints of the engine's events (JSON lines, or one line per flow closed
+    and per failed attempt); the ids of the flows closed go to `closed`."""
+    def on_event(ev: Event) -> None:
+        if ev.type == "flowClosed":
+            closed.append(ev.flow_id)
+        if mode == "json":
+            json_listener(ev)
+        elif ev.type == "flowClosed":
+            console.print(f"{ev.flow_id}: {ev.data['status']}"
+                          + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else ""), highlight=False)
+        elif ev.type == "attemptFailed":
+            console.print(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
+                          f"{ev.data['outcome'].lower()}: {ev.data['errorType']}", highlight=False)
+
+    return on_event
+
+
+def _say(console: Console, stop: StopRequest, text: str) -> None:
+    """Print a line of the worker's own on stdout; a closed stdout stops the worker instead."""
+    if stop.output_closed:
+        return
+    try:
+        console.print(text, highlight=False)
+    except OSError as exc:
+        if not is_closed_pipe(exc):
+            raise
+        stop.set(CLOSED)
+
+
+def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
+    """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
+    stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
+    closed: list[str] = []
+    stop = StopRequest()
+    engine.listeners.append(_worker_listener(console, mode, closed))
+    _stop_when_output_closes(engine, stop)
+    if mode != "json":
+        _say(console, stop, f"dex worker {engine.owner} · db {engine.store.path}"
+             + (" · until idle" if until_idle else " · Ctrl-C to stop"))
+    tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
+    runner = Runner(engine)
+    why, released = _drive(engine, stop, lambda: runner.drive_async(None, until=stop, until_idle=until_idle))
+    if why is not None:
+        return _worker_stopped(console, stop, why, len(closed), released)
+    for fid, reason in engine.unloadable.items():
+        print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
+    if mode != "json":
+        _say(console, stop, f"idle: {len(closed)} flow(s) finished")
+    if stop.output_closed:
+        silence_stdout()
+        return EXIT_OUTPUT_CLOSED
+    return EXIT_OK
+
+
+def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int, released: int) -> int:
+    """The worker's one-line summary once stopped early. Returns the exit code."""
+    summary = f"{finished} flow(s) finished" + (
+        f"; {released} running attempt(s) ended INTERRUPTED (runnable again at once: `dex resume ID` "
+        "or a worker)" if released else "")
+    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    if why != CLOSED:
+        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else "worker stopped (SIGTERM); ") + summary)
+    if stop.output_closed:  # the summary goes where it can still be read
+        silence_stdout()
+        print(f"dex: output closed; worker stopped; {summary}", file=sys.stderr)
+    return code

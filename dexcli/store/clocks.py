@@ -1,0 +1,53 @@
+"""A flow's clock: the statements that move all of a flow's stored times at once.
+
+Each flow keeps its times on its own clock, real time plus `flows.clock_offset` (what
+`--time-skip` and `dex time skip` added). `rebase_flow` puts a flow back on real time without
+changing when anything of it is due.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+# every stored time of a flow, by table
+_TIMES = {
+    "flows": ("start_time", "close_time"),
+    "steps": ("scheduled_at", "first_attempt_at", "next_attempt_at", "attempt_started_at",
+              "last_heartbeat_time", "heartbeat_deadline", "attempt_deadline", "total_deadline",
+              "end_time", "wait_started", "wait_ended"),
+    "attempts": ("start_time", "end_time", "last_heartbeat"),
+    "history": ("event_time",),
+    "stream_messages": ("created_time",),
+    "channel_messages": ("published_at",),
+}
+
+
+def rebase_flow(c: sqlite3.Connection, flow_id: str) -> float:
+    """Move every time of the flow back by its offset and set the offset to 0 (inside the
+    caller's transaction). Returns the old offset (0.0 for an unknown flow)."""
+    row = c.execute("SELECT clock_offset FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
+    offset = float(row[0]) if row else 0.0
+    if not offset:
+        return 0.0
+    for table, cols in _TIMES.items():
+        sets = ", ".join(f"{col} = {col} - ?" for col in cols)
+        c.execute(f"UPDATE {table} SET {sets} WHERE flow_id = ?", (*(offset for _ in cols), flow_id))
+    waits = c.execute("SELECT step_execution_id, wait FROM steps WHERE flow_id = ? AND wait IS NOT NULL",
+                      (flow_id,)).fetchall()
+    for seid, text in waits:
+        c.execute("UPDATE steps SET wait = ? WHERE flow_id = ? AND step_execution_id = ?",
+                  (json.dumps(_shift_timers(json.loads(text), -offset)), flow_id, seid))
+    c.execute("UPDATE flows SET clock_offset = 0 WHERE flow_id = ?", (flow_id,))
+    return offset
+
+
+def _shift_timers(value: Any, by: float) -> Any:
+    """A persisted Wait with each timer's firingTime moved by `by` seconds."""
+    if isinstance(value, dict):
+        return {k: (v + by if k == "firingTime" and isinstance(v, int | float) else _shift_timers(v, by))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shift_timers(v, by) for v in value]
+    return value

@@ -1,0 +1,71 @@
+"""`dex time`: each flow has its own clock; skips and resets move only the flows named."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from dexcli.store import Store
+from tests.cli.cli_helpers import assert_error, start_flow
+
+
+def _offsets(cli) -> dict[str, float]:
+    store = Store(cli.db)
+    try:
+        return {f.flow_id: f.clock_offset for f in store.list_flows(None, None, 100)}
+    finally:
+        store.close()
+
+
+def test_a_skip_moves_only_the_flows_named(cli):
+    start_flow(cli.db, "three-steps", "a", 1)
+    start_flow(cli.db, "three-steps", "b", 1)
+    assert "every flow runs on real time" in cli.ok("time").stdout
+    res = cli.ok("time", "skip", "90s", "b")
+    assert res.stdout.strip() == "b: clock moved forward 1 m 30 s; now +1 m 30 s ahead"
+    cli.ok("time", "skip", "1m30s", "b")
+    assert _offsets(cli) == {"a": 0.0, "b": 180.0}
+    assert cli.ok("time").stdout.strip() == "b  RUNNING  +3 m ahead of real time"
+    listing = {ln.split()[0]: ln for ln in cli.ok("list").stdout.splitlines()[1:]}
+    assert "(+3 m skipped)" in listing["b"] and "skipped" not in listing["a"]
+
+
+def test_skip_all_moves_every_running_flow(cli):
+    start_flow(cli.db, "three-steps", "a", 1)
+    cli.ok("run", "three-steps", "--input", "1", "--flow-id", "done")
+    out = cli.ok("time", "skip", "1m", "--all").stdout
+    assert out.strip() == "a: clock moved forward 1 m; now +1 m ahead"
+    assert _offsets(cli) == {"a": 60.0, "done": 0.0}
+
+
+def test_time_skip_says_what_is_wrong(cli):
+    start_flow(cli.db, "three-steps", "a", 1)
+    cli.ok("run", "three-steps", "--input", "1", "--flow-id", "done")
+    assert_error(cli("time", "skip", "1m"), 2, "name the flows (FLOW_ID ...) or pass --all")
+    assert_error(cli("time", "skip", "1m", "a", "--all"), 2, "not both")
+    assert_error(cli("time", "skip", "1m", "nope"), 3, "no flow with id 'nope'")
+    assert_error(cli("time", "skip", "1m", "done"), 4, "flow done is already COMPLETED")
+    assert _offsets(cli) == {"a": 0.0, "done": 0.0}
+
+
+def test_run_with_time_skip_moves_only_its_own_flow_and_starts_in_real_time(cli):
+    start_flow(cli.db, "three-steps", "other", 1)
+    before = time.time()
+    cli.ok("run", "polling", "--flow-id", "demo", "--job-duration", "2m", "--time-skip")
+    offsets = _offsets(cli)
+    assert offsets["other"] == 0.0 and offsets["demo"] >= 100  # the 2 m job was skipped, on demo only
+    line = next(ln for ln in cli.ok("list").stdout.splitlines() if ln.startswith("demo"))
+    started = datetime.strptime(" ".join(line.split()[3:5]), "%Y-%m-%d %H:%M:%S").astimezone().timestamp()
+    assert started <= time.time() + 1 and started >= before - 3600 * 24  # not in the future
+    assert "skipped)" in line
+
+
+def test_reset_puts_a_flow_back_on_real_time(cli):
+    cli.ok("run", "polling", "--flow-id", "demo", "--job-duration", "2m", "--time-skip")
+    res = cli.ok("time", "reset", "demo")
+    assert res.stdout.startswith("demo: back on real time (its times moved back ")
+    assert _offsets(cli) == {"demo": 0.0}
+    assert cli.ok("time", "reset", "demo").stdout.strip() == "demo: already on real time"
+    assert "every flow runs on real time" in cli.ok("time").stdout
+    assert cli.ok("doctor").stdout.strip().endswith("0 problem(s)")
+    assert_error(cli("time", "reset", "nope"), 3, "no flow with id 'nope'")
