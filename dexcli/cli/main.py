@@ -7,7 +7,7 @@ command parses its arguments, makes one call into the engine or the store, and r
 
 from __future__ import annotations
 
-from dexcli.cli import admin_cmds, read_cmds, run_cmds
+from dexcli.cli import admin_cmds, read_cmds, run_cmds, wait_cmds
 from dexcli.cli.app import app
 
 app.command()(run_cmds.run)
@@ -18,6 +18,7 @@ app.command()(read_cmds.inspect)
 app.command("list")(read_cmds.list_flows)
 app.command()(read_cmds.flows)
 app.command()(run_cmds.stop)
+app.command()(wait_cmds.wait)
 app.command()(read_cmds.doctor)
 app.command()(admin_cmds.init)
 

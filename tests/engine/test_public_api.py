@@ -24,6 +24,8 @@ EXPECTED_ALL = [
     "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after", "rpc",
     "BOOL", "BYTES", "DOUBLE", "INT64", "STRING", "Codec", "CodecRegistry", "JsonCodec", "Value", "WireKind",
     "AsyncWorker", "Worker",
+    "AttributeMatch", "RequestTimeoutError", "SearchFlowEntry", "SearchFlowsPage", "WaitForAttributeOptions",
+    "WaitForStepCompletionOptions",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
 # dex-python-sdk): go_to_multi, RecoveryError, FlowNotActiveError, FlowCodeError and
