@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import report, search
 from bench.common import ROOT, child_argv, child_env, run_child
 
 SCENARIOS = ("throughput", "pollers", "virtual", "cli", "recovery")
+OPTIONAL = ("search",)  # run only when named in --only (bench/search.py)
 
 FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "pollers_1k": 1000, "dbos_pollers": 500,
         "pollers_10k": 10000, "cli_flows": 100_000, "cli_runs": 15, "recovery_n": 1000, "raw_seconds": 2.0}
@@ -237,7 +238,8 @@ def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 RUNNERS = {"throughput": scenario_throughput, "pollers": scenario_pollers, "virtual": scenario_virtual,
-           "cli": scenario_cli, "recovery": scenario_recovery}
+           "cli": scenario_cli, "recovery": scenario_recovery,
+           "search": lambda ctx: search.scenario(ctx, _time_cmds)}
 
 
 # ------------------------------------------------------------------------------ main -------
@@ -260,7 +262,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in only if s not in SCENARIOS]
+    unknown = [s for s in only if s not in SCENARIOS + OPTIONAL]
     if unknown:
         print(f"unknown scenario(s): {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
         return 2

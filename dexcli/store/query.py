@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from dexcli.store.errors import StoreError
 
@@ -59,8 +58,7 @@ class QueryError(StoreError):
 
 
 # ------------------------------------------------------------------------------ tokens ------
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # IDENT KEYWORD STRING NUMBER OP ( ) , END
     text: str
     value: Any
@@ -136,38 +134,33 @@ def _string(text: str, i: int) -> tuple[Token, int]:
 
 
 # ------------------------------------------------------------------------------ syntax ------
-@dataclass(frozen=True, slots=True)
-class Literal:
+class Literal(NamedTuple):
     value: Any  # str, int, float or bool
     column: int
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Compare:
+class Compare(NamedTuple):
     key: str
     op: str  # = != < <= > >= IN
     values: tuple[Literal, ...]  # one, or several for IN
     column: int
 
 
-@dataclass(frozen=True, slots=True)
-class Logical:
+class Logical(NamedTuple):
     op: str  # AND, OR
     left: Node
     right: Node
 
 
-@dataclass(frozen=True, slots=True)
-class Not:
+class Not(NamedTuple):
     operand: Node
 
 
 Node = Compare | Logical | Not
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
+class Query(NamedTuple):
     where: Node | None
     order_key: str = "StartTime"
     descending: bool = True
@@ -282,8 +275,7 @@ def parse(text: str) -> Query:
 
 
 # ------------------------------------------------------------------------------ SQL ---------
-@dataclass(frozen=True, slots=True)
-class Builtin:
+class Builtin(NamedTuple):
     column: str  # over `flows f`
     kind: str  # text, status, time
 
@@ -299,8 +291,7 @@ KeyType = Callable[[str], "str | None"]  # an index key's type (IndexType value)
 Dense = Callable[[str, "tuple[Any, ...]"], bool]  # does this index subquery match many rows?
 
 
-@dataclass(frozen=True, slots=True)
-class Compiled:
+class Compiled(NamedTuple):
     where: str  # over `flows f`
     args: tuple[Any, ...]
     order: str  # the sort expression (one value per flow, never NULL)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dexcli.store.query import Compiled, Query, QueryError, compile_query, parse
 from dexcli.store.records import FLOW_COLUMNS, FlowRecord, flow_record
@@ -28,14 +27,12 @@ DENSE_MATCHES = 2000  # an index comparison matching this many flows is not sele
 _FLOW_COLUMNS = ", ".join(f"f.{c}" for c in FLOW_COLUMNS.split(", "))
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(NamedTuple):
     flow: FlowRecord
     indexed: dict[str, str]  # index key -> the attribute's value (JSON)
 
 
-@dataclass(frozen=True, slots=True)
-class SearchPage:
+class SearchPage(NamedTuple):
     hits: list[SearchHit]
     next_page_token: str  # "" on the last page
 
