@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -207,3 +209,35 @@ def test_the_async_client_polls_while_the_engine_runs_on_its_loop(env: DexTestEn
     from dexcli.engine.clock import run as run_on_clock
 
     assert run_on_clock(main, env.clock) == "paid"
+
+
+WRITER = """
+import json, sys
+from dexcli.engine.attributes import AttributeWrite, apply_writes
+from dexcli.store import Store
+store = Store(sys.argv[1])
+with store.tx() as tx:
+    apply_writes(tx, "f", {"count": AttributeWrite("count", "count", None, json.dumps(7), None)}, 0.0)
+"""
+
+
+def test_a_real_time_client_sees_a_value_another_process_commits(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from dexcli import Client
+    from dexcli.engine.clock import Clock
+
+    db = tmp_path / "dex.db"
+    with Client([NapFlow()], db=db, clock=Clock()) as client:
+        with client.store.tx() as tx:  # a running flow another process drives (no step here to run)
+            tx.insert_flow_if_new("f", "run-f", "NapFlow", None, "600", "req-f", 0.0)
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], env=env)
+        try:
+            got = client.wait_for_attribute_match("f", count, AttributeMatch.greater_than(5), WaitForAttributeOptions(
+                request_timeout=timedelta(seconds=30)))
+        finally:
+            writer.wait(timeout=30)
+    assert got == 7
