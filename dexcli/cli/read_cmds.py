@@ -75,7 +75,7 @@ def list_flows(
     status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
     flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
     limit: int = typer.Option(20, "--limit", min=1, help="How many, newest first."),
-    json_out: bool = typer.Option(False, "--json", help="A JSON list of summaries (with --query: one page)."),
+    json_out: bool = typer.Option(False, "--json", help="JSON: a list of summaries (--query: {flows, nextPageToken})."),
     query: str | None = typer.Option(
         None, "--query", "-q", metavar="QUERY",
         help="Dex's visibility query, e.g. \"OrderStatus = 'paid' AND FlowStatus = 'RUNNING'\": =, !=, <, <=, >, >=, "
