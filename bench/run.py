@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import report, search
 from bench.common import ROOT, child_argv, child_env, run_child
 
 SCENARIOS = ("throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery")
+OPTIONAL = ("search",)  # run only when named in --only (bench/search.py)
 
 FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "concurrent_n": 10_000, "dbos_concurrent_n": 2000,
         "pollers_1k": 1000, "dbos_pollers": 500, "pollers_10k": 10000, "waits_n": 10_000, "rpc_n": 200,
@@ -290,7 +291,8 @@ def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 RUNNERS = {"throughput": scenario_throughput, "concurrent": scenario_concurrent, "pollers": scenario_pollers,
-           "waits": scenario_waits, "virtual": scenario_virtual, "cli": scenario_cli, "recovery": scenario_recovery}
+           "waits": scenario_waits, "virtual": scenario_virtual, "cli": scenario_cli, "recovery": scenario_recovery,
+           "search": lambda ctx: search.scenario(ctx, _time_cmds)}
 
 
 # ------------------------------------------------------------------------------ main -------
@@ -318,7 +320,7 @@ def _shown(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in only if s not in SCENARIOS]
+    unknown = [s for s in only if s not in SCENARIOS + OPTIONAL]
     if unknown:
         print(f"unknown scenario(s): {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
         return 2

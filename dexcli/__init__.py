@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.client import AsyncClient as AsyncClient
     from dexcli.client import Client as Client
+    from dexcli.sdk.attribute_match import (
+        AttributeMatch as AttributeMatch,
+    )
     from dexcli.sdk.attributes import (
         Attribute as Attribute,
     )
@@ -249,6 +252,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.rpc import (
         rpc as rpc,
     )
+    from dexcli.sdk.search import (
+        SearchFlowEntry as SearchFlowEntry,
+    )
+    from dexcli.sdk.search import (
+        SearchFlowsPage as SearchFlowsPage,
+    )
     from dexcli.sdk.stream import (
         Stream as Stream,
     )
@@ -257,6 +266,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.stream import (
         StreamMessagesPage as StreamMessagesPage,
+    )
+    from dexcli.sdk.wait_options import (
+        WaitForAttributeOptions as WaitForAttributeOptions,
+    )
+    from dexcli.sdk.wait_options import (
+        WaitForStepCompletionOptions as WaitForStepCompletionOptions,
     )
     from dexcli.worker import AsyncWorker as AsyncWorker
     from dexcli.worker import Worker as Worker

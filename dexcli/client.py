@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dexcli.client_waits import WaitOps
 from dexcli.engine import rpc, waiting
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
@@ -36,7 +38,9 @@ from dexcli.sdk.results import (
     StopFlowOptions,
 )
 from dexcli.sdk.rpc import RPCInvokeOptions
+from dexcli.sdk.search import SearchFlowsPage
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
+from dexcli.sdk.wait_options import WaitForStepCompletionOptions
 from dexcli.store import FlowRecord, Store, StreamRecord
 
 
@@ -57,9 +61,8 @@ def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
     return seconds
 
 
-class _Ops:
+class _Ops(WaitOps):
     """The client operations both clients share; each client exposes them in its own form."""
-
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -149,10 +152,6 @@ class _Ops:
     def deadline(self, timeout: timedelta | None, what: str) -> float | None:
         seconds = _timeout_seconds(timeout, what)
         return None if seconds is None else self.engine.clock.now() + seconds
-
-    def running(self, flow_id: str) -> bool:
-        flow = self.store.get_flow(flow_id)
-        return flow is not None and flow.is_running
 
     def no_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> LongPollTimeoutError:
         return LongPollTimeoutError(f"no message on {stream.name} of flow {flow_id} after token "
@@ -273,6 +272,47 @@ class Client(_Closing):
             raise self._ops.no_message(flow_id, stream, resume_token)
         return msg
 
+    def search_flows(self, query: str, page_size: int, next_page_token: str = "", *,
+                     include_continued_as_new: bool = False) -> SearchFlowsPage:
+        """One page of the flows a visibility query matches (dexcli.store.query has the language);
+        pass `next_page_token` back for the next page. dex has no continued-as-new runs."""
+        return self._ops.search(query, page_size, next_page_token)
+
+    def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
+        """`(flow_id, attribute, [instance,] match, options)`: drive the flow until the attribute's
+        committed value satisfies `match`, and return that value. RequestTimeoutError when
+        `options.request_timeout` passes first; FlowNotActiveOrNotFoundError if the flow is not
+        running or ends first."""
+        check, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
+        found = check()
+        if not found[0]:
+            def matched() -> bool:
+                nonlocal found
+                found = check()
+                return bool(found[0])
+
+            self._drive_until(flow_id, matched, deadline)
+        if not found[0]:
+            raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        return found[1]
+
+    def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
+                                 options: WaitForStepCompletionOptions) -> None:
+        """Drive the flow until that step execution has ended."""
+        ended, deadline = self._ops.step_wait(flow_id, step_execution_id, options)
+        if not ended():
+            self._drive_until(flow_id, ended, deadline)
+        if not ended():
+            raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
+
+    def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
+        runner = Runner(self.engine)
+        closed = runner.closed(flow_id)
+        # on real time, look every 0.1 s for what other processes commit; in virtual time only
+        # this engine commits, and each of its changes is looked at anyway
+        poll = 0.1 if self.engine.clock.follow_real else None
+        runner.drive([flow_id], until=lambda: done() or closed(), deadline=deadline, poll=poll)
+
 
 class AsyncClient(_Closing):
     """Asynchronous client for code already running on the engine's event loop: the Client's
@@ -347,3 +387,27 @@ class AsyncClient(_Closing):
             if not self._ops.running(flow_id) or (deadline is not None and self.engine.clock.now() >= deadline):
                 raise self._ops.no_message(flow_id, stream, resume_token)
             await asyncio.sleep(0.1)
+
+    async def search_flows(self, query: str, page_size: int, next_page_token: str = "", *,
+                           include_continued_as_new: bool = False) -> SearchFlowsPage:
+        return self._ops.search(query, page_size, next_page_token)
+
+    async def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
+        """As Client.wait_for_attribute_match, polling while the engine runs on this loop."""
+        check, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
+        while True:
+            found, value = check()
+            if found:
+                return value
+            await self._pause(flow_id, deadline, f"attribute {attribute.name} to match")
+
+    async def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
+                                       options: WaitForStepCompletionOptions) -> None:
+        ended, deadline = self._ops.step_wait(flow_id, step_execution_id, options)
+        while not ended():
+            await self._pause(flow_id, deadline, f"step execution {step_execution_id} to complete")
+
+    async def _pause(self, flow_id: str, deadline: float | None, what: str) -> None:
+        if not self._ops.running(flow_id) or (deadline is not None and self.engine.clock.now() >= deadline):
+            raise self._ops.wait_over(flow_id, what, deadline)
+        await asyncio.sleep(0.1)

@@ -22,7 +22,7 @@ _APP: list[typer.Typer] = []
 def _register() -> typer.Typer:
     if _APP:
         return _APP[0]
-    from dexcli.cli import admin_cmds, read_cmds, run_cmds, wait_cmds
+    from dexcli.cli import admin_cmds, attribute_wait_cmds, read_cmds, run_cmds, wait_cmds
     from dexcli.cli.app import app
 
     app.command()(run_cmds.run)
@@ -35,6 +35,7 @@ def _register() -> typer.Typer:
     app.command()(run_cmds.stop)
     app.command()(wait_cmds.rpc)
     app.command("skip-timer")(wait_cmds.skip_timer)
+    app.command()(attribute_wait_cmds.wait)
     app.command()(read_cmds.doctor)
     app.command()(admin_cmds.init)
     _register_optional(app)

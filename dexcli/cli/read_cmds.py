@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,9 +74,22 @@ def list_flows(
     status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
     flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
     limit: int = typer.Option(20, "--limit", min=1, help="How many, newest first."),
-    json_out: bool = typer.Option(False, "--json", help="A JSON list of summaries."),
+    json_out: bool = typer.Option(False, "--json", help="JSON: a list of summaries (--query: {flows, nextPageToken})."),
+    query: str | None = typer.Option(
+        None, "--query", "-q", metavar="QUERY",
+        help="Dex's visibility query, e.g. \"OrderStatus = 'paid' AND FlowStatus = 'RUNNING'\": =, !=, <, <=, >, >=, "
+             "IN on FlowId, FlowType, FlowStatus, StartTime, CloseTime and indexed attributes; AND, OR, NOT, "
+             "parentheses; ORDER BY key [ASC|DESC] (default StartTime DESC)."),
+    page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="With --query: flows per page."),
+    page_token: str = typer.Option("", "--page-token", help="With --query: the page after the one that printed it."),
+    all_pages: bool = typer.Option(False, "--all", help="With --query: every page."),
 ) -> None:
-    """List flows, newest first."""
+    """List flows, newest first; --query searches them with Dex's visibility query language."""
+    if query is not None or page_token or all_pages:
+        if status is not None or flow_type is not None:
+            raise UsageError("--query replaces --status and --type: say FlowStatus = '...' AND FlowType = '...'")
+        _search(query or "", page_size, page_token, all_pages, json_out)
+        return
     from dexcli.engine.views import flow_summary
 
     if status is not None and status.upper() not in STATUSES:
@@ -91,7 +104,10 @@ def list_flows(
     if not rows:
         print("no flows" + (" match" if status or flow_type else f" in {store.path}"))
         return
-    cells = _list_cells(rows, store_now(store))  # real time: each flow adds its own offset
+    _print_table(_list_cells(rows, store_now(store)))  # real time: each flow adds its own offset
+
+
+def _print_table(cells: list[tuple[str, ...]]) -> None:
     if not sys.stdout.isatty():  # scripts and pipes: aligned plain text, no Rich layout to pay for
         widths = [max(len(str(row[i])) for row in (LIST_HEADERS, *cells)) for i in range(len(LIST_HEADERS) - 1)]
         for row in (LIST_HEADERS, *cells):
@@ -109,9 +125,41 @@ def list_flows(
     out_console().print(table)
 
 
-def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
-    from datetime import datetime
+def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: bool) -> None:
+    """`dex list --query`: one page (or --all of them) from the store's search, no engine loaded."""
+    from dexcli.store.search import search_flows
 
+    store = open_store(must_exist=True)
+    hits, next_token = [], token
+    while True:
+        page = search_flows(store, query, page_size, next_token)
+        hits += page.hits
+        next_token = page.next_page_token
+        if not all_pages or not next_token:
+            break
+    if json_out:
+        print(json.dumps({"flows": [_search_entry(h.flow, h.indexed) for h in hits], "nextPageToken": next_token},
+                         indent=2))
+        return
+    if hits:
+        _print_table(_list_cells([h.flow for h in hits], store_now(store)))
+    else:
+        print("no flows match")
+    if next_token:
+        print(f"dex: more flows match: --page-token {next_token}", file=sys.stderr)
+
+
+def _search_entry(flow: FlowRecord, indexed: dict[str, str]) -> dict[str, Any]:
+    def iso(t: float | None) -> str | None:
+        return None if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z")
+
+    return {"flowId": flow.flow_id, "runId": flow.run_id, "flowType": flow.flow_type,
+            "flowStatus": flow.status.value, "startTime": iso(flow.start_time), "closeTime": iso(flow.close_time),
+            "indexedAttributes": {k: json.loads(v) for k, v in indexed.items()}}
+
+
+def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
     from dexcli.cli.config import format_duration
 
     cells: list[tuple[str, ...]] = []

@@ -27,6 +27,8 @@ EXPECTED_ALL = [
     "AsyncWorker", "Worker",
     "ChannelMessageNotFoundError", "ChannelMessagesNotLoadedError", "FlowClosingError", "RequestTimeoutError",
     "RpcLockConflictError",
+    "AttributeMatch", "SearchFlowEntry", "SearchFlowsPage", "WaitForAttributeOptions",
+    "WaitForStepCompletionOptions",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
 # dex-python-sdk): go_to_multi, RecoveryError, FlowNotActiveError, FlowCodeError and

@@ -62,6 +62,10 @@ SIGNATURES = [
     "Worker", "Worker.start", "Worker.stop", "Worker.close", "Worker.__enter__", "Worker.__exit__",
     "AsyncWorker", "AsyncWorker.start", "AsyncWorker.stop", "AsyncWorker.close", "AsyncWorker.__aenter__",
     "AsyncWorker.__aexit__",
+    "Client.search_flows", "AsyncClient.search_flows", "Client.wait_for_attribute_match",
+    "AsyncClient.wait_for_attribute_match", "Client.wait_for_step_completion", "AsyncClient.wait_for_step_completion",
+    "AttributeMatch.equal_to", "AttributeMatch.greater_than_or_equal", "WaitForAttributeOptions",
+    "WaitForStepCompletionOptions", "SearchFlowEntry", "SearchFlowsPage",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:

@@ -1,0 +1,82 @@
+"""`dex wait`: block until a flow's attribute holds a value — for scripts that wait on a flow
+another process (`dex run`, `dex worker`) is running.
+
+It reads the database only (it runs no step): every 0.1 s it looks at the attribute's committed
+value. Exit 0 when it equals `--equals` (printed as JSON), 1 when `--timeout` passes first, 3
+when the flow does not exist, 4 when the flow has ended with another value (it can no longer change).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import typer
+
+from dexcli.cli.app import open_store
+from dexcli.cli.errors import CliError, ConflictError, NotFoundError, UsageError
+
+POLL_SECONDS = 0.1
+
+
+class WaitTimedOut(CliError):
+    """The attribute did not take the value within --timeout: exit 1."""
+
+    exit_code = 1
+
+
+def wait(
+    flow_id: str = typer.Argument(..., help="The flow whose attribute to watch."),
+    attribute: str = typer.Option(..., "--attribute", "-a", metavar="NAME",
+                                  help="The Attribute (or AttributeMap) name."),
+    instance: str | None = typer.Option(None, "--instance", metavar="KEY", help="The AttributeMap instance."),
+    equals: str = typer.Option(..., "--equals", metavar="JSON",
+                               help="The value to wait for, as JSON: '\"paid\"', 3, true, '{\"a\": 1}'."),
+    timeout: str = typer.Option("30s", "--timeout", help="How long to wait: 3s, 2m, 1h; 0 waits forever."),
+) -> None:
+    """Wait until a flow's attribute equals a value (exit 0), or --timeout passes (exit 1)."""
+    from dexcli.cli.config import parse_duration
+    from dexcli.sdk.channels import physical_name
+    from dexcli.store.search import attribute_value
+
+    try:
+        expected = json.loads(equals)
+    except ValueError:
+        raise UsageError(f"--equals takes JSON: {equals!r} is not (a string is quoted: '\"{equals}\"')") from None
+    try:
+        key = physical_name(attribute, instance)
+    except ValueError as e:
+        raise UsageError(f"--instance: {e}") from None
+    seconds = parse_duration(timeout, "--timeout")
+    deadline = time.monotonic() + seconds if seconds else None
+    store = open_store(must_exist=True)
+    while True:
+        flow = store.get_flow(flow_id)  # read before the value: a flow that ended had its last say
+        if flow is None:
+            raise NotFoundError(f"no flow with id {flow_id!r}")
+        text = attribute_value(store, flow_id, key)
+        value = None if text is None else json.loads(text)
+        if text is not None and same(value, expected):
+            print(json.dumps(value))
+            return
+        now_is = "unset" if text is None else json.dumps(value)
+        if not flow.is_running:
+            raise ConflictError(f"flow {flow_id} is {flow.status.value} and {key} is {now_is}: it will not change")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimedOut(f"timed out after {timeout}: {key} of flow {flow_id} is {now_is}, "
+                               f"not {json.dumps(expected)}")
+        sys.stdout.flush()
+        time.sleep(POLL_SECONDS)
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality where true is not 1 (Python's == says it is) but 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b)
