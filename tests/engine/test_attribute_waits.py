@@ -74,7 +74,7 @@ class NapFlow(Flow[int]):
         return StepList.start_step(self.nap).other_steps(self.last)
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(stage, count, scores, hard)
+        return PersistenceSchema.of(stage, count, scores)  # `hard` is refused before anything is read
 
 
 def write(env: DexTestEnv, flow_id: str, name: str, value: Any, instance: str | None = None) -> None:

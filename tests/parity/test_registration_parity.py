@@ -88,6 +88,7 @@ CASES = [
     Case("stricter_unregistered_failure_route", "stricter"),
     Case("stricter_failure_route_input", "stricter"),
     Case("stricter_failure_route_instance", "stricter"),
+    Case("stricter_attribute_store", "stricter"),
 ]
 
 
