@@ -58,6 +58,7 @@ CASES = [
     Case("async_allowed", "accept", registry=ASYNC),
     Case("go_to_instance", "accept"),
     Case("codec_custom_types", "accept"),
+    Case("waits_state_and_rpcs", "accept"),
     # one per rejection rule
     Case("reject_no_return_annotation", "reject", "execute must return StepDecision"),
     Case("reject_wrong_return_annotation", "reject", "execute must return StepDecision"),
@@ -82,6 +83,9 @@ CASES = [
     Case("reject_unresolvable_annotation", "reject", "name 'Decimal' is not defined"),
     Case("reject_duplicate_step_type", "reject", "duplicate step"),
     Case("reject_duplicate_step_class", "reject", "duplicate step class Bad"),
+    Case("reject_rpc_return", "reject", "must return RPCResult[O] or None"),
+    Case("reject_rpc_async_default", "reject", "must be synchronous"),
+    Case("reject_rpc_unannotated_input", "reject", "input must be annotated"),
     # deliberate differences: refused by dexcli at registration, by a Dex server later
     Case("stricter_no_start_step", "stricter"),
     Case("stricter_short_heartbeat", "stricter"),
