@@ -136,6 +136,25 @@ class RunContext:
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A command the live view suggests while its flow runs; `while_step`: only while an
+    execution of that step type is still open (so `complete-job` is not offered once the job
+    step is done). `{flow_id}` in `text` is replaced."""
+
+    text: str
+    while_step: str | None = None
+
+    def applies(self, steps: list[dict[str, Any]]) -> bool:
+        """Whether to show it, given the `steps` of a `dex inspect --json` snapshot."""
+        if self.while_step is None:
+            return True
+        return any(s["stepType"] == self.while_step and s["status"] in _OPEN for s in steps)
+
+
+_OPEN = frozenset({"QUEUED", "RUNNING", "BACKOFF", "WAITING"})
+
+
+@dataclass(frozen=True)
 class FlowPlugin:
     name: str
     flow: Any  # a Flow subclass (created with no arguments), a Flow instance, or "module:attr"
@@ -143,7 +162,7 @@ class FlowPlugin:
     run_options: tuple[Option, ...] = ()
     before_start: Callable[[RunContext], None] | None = None
     commands: tuple[Command, ...] = ()
-    hints: tuple[str, ...] = ()  # shown in the live view while its flow runs; {flow_id} replaced
+    hints: tuple[str | Hint, ...] = ()  # shown in the live view while its flow runs; {flow_id} replaced
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in ": /") or self.name.startswith("-"):

@@ -15,6 +15,7 @@ from dexcli.plugins import (
     CommandContext,
     ConflictError,
     FlowPlugin,
+    Hint,
     NotFoundError,
     Option,
     RunContext,
@@ -67,7 +68,7 @@ POLLING = FlowPlugin(
         Command("complete-job", complete_job, "Finish the simulated job of a polling flow early.",
                 arguments=(Argument("flow_id", "The polling flow (default: the one running).", required=False),)),
     ),
-    hints=("complete early:  dex complete-job {flow_id}",),
+    hints=(Hint("complete early:  dex complete-job {flow_id}", while_step="AwaitJob"),),
 )
 
 THREE_STEPS = FlowPlugin(
@@ -80,8 +81,9 @@ APPROVAL = FlowPlugin(
     name="approval",
     flow="flows.approval:ApprovalFlow",
     description="Wait for a person: approve/reject RPCs from another terminal, or expire after 24 h.",
-    hints=("decide:  dex rpc {flow_id} approve --input '\"dana\"'",
-           "expire now:  dex skip-timer {flow_id} AwaitDecision-1 --condition-id expire"),
+    hints=(Hint("decide:  dex rpc {flow_id} approve --input '\"dana\"'", while_step="AwaitDecision"),
+           Hint("expire now:  dex skip-timer {flow_id} AwaitDecision-1 --condition-id expire",
+                while_step="AwaitDecision")),
 )
 
 PAYMENT = FlowPlugin(

@@ -44,6 +44,7 @@ from dexcli.engine.faults import Faults
 from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
 from dexcli.graph.checks import static_problems
+from dexcli.plugins import Hint
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.store import StepState, Store, StoreError
@@ -84,7 +85,7 @@ class View:
     """Shows one flow while something drives it (this process or another)."""
 
     def __init__(self, console: Console, db: str | Path, flow_id: str, clock: Clock, mode: str,
-                 hints: tuple[str, ...] = (), on_closed: Callable[[], None] | None = None,
+                 hints: tuple[Hint, ...] = (), on_closed: Callable[[], None] | None = None,
                  rpcs: tuple[str, ...] = ()) -> None:
         self.console = console
         self.rpcs = rpcs
@@ -275,7 +276,7 @@ def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:
 
 
 def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
-               err: Console, crash_after: float | None = None, hints: tuple[str, ...] = ()) -> int:
+               err: Console, crash_after: float | None = None, hints: tuple[Hint, ...] = ()) -> int:
     """Drive one flow to its end with this engine, showing it. Returns the exit code."""
     clock, faults = engine.clock, engine.faults
     stop = StopRequest()
@@ -397,7 +398,7 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
 
 
 def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll: float = 0.2,
-               hints: tuple[str, ...] = ()) -> int:
+               hints: tuple[Hint, ...] = ()) -> int:
     """Follow a flow another process drives; return when it ends (or stdout's reader goes)."""
     first = store.get_flow(flow_id)
     clock = Clock(offset=first.clock_offset if first is not None else 0.0)  # the flow's clock

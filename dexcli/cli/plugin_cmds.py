@@ -19,7 +19,7 @@ from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from dexcli.cli.discovery import Installed, installed
 from dexcli.cli.errors import UsageError
-from dexcli.plugins import Argument, Command, FlowPlugin, Option
+from dexcli.plugins import Argument, Command, FlowPlugin, Hint, Option
 
 if TYPE_CHECKING:
     from dexcli.host import Host
@@ -201,5 +201,9 @@ def plugin_command(name: str) -> TyperCommand | None:
     return None
 
 
-def hints_for(plugin: FlowPlugin | None, flow_id: str) -> tuple[str, ...]:
-    return tuple(h.replace("{flow_id}", flow_id) for h in plugin.hints) if plugin is not None else ()
+def hints_for(plugin: FlowPlugin | None, flow_id: str) -> tuple[Hint, ...]:
+    """The plugin's hints for this flow, `{flow_id}` filled in."""
+    if plugin is None:
+        return ()
+    return tuple(Hint(h.replace("{flow_id}", flow_id)) if isinstance(h, str) else
+                 Hint(h.text.replace("{flow_id}", flow_id), h.while_step) for h in plugin.hints)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
+from dexcli.plugins import Hint
 
 BAR_WIDTH = 18
 STATUS_STYLE = {
@@ -241,7 +242,7 @@ def header(snap: dict[str, Any], db: str, offset: float) -> Text:
     return t
 
 
-def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[str, ...] = (),
+def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[Hint, ...] = (),
               rpcs: tuple[str, ...] = ()) -> RenderableType:
     """The live view of one flow. `hints`: what its flow plugin suggests while it runs
     (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`;
@@ -264,7 +265,8 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[s
     if snap["summary"]["flowStatus"] == "RUNNING":
         hint = Text(" ", style="dim")
         for h in hints if late is None else ():  # the plugin's commands help only a driven flow
-            hint.append(f"{h}      ", style="dim")
+            if h.applies(snap["steps"]):  # and only while the step they act on is open
+                hint.append(f"{h.text}      ", style="dim")
         hint.append(f"inspect:  dex inspect {fid}", style="dim")
         parts.append(hint)
     return Group(*parts)

@@ -12,12 +12,13 @@ from rich.console import Console
 from dexcli.cli.render import LineDiffer, live_view
 from dexcli.cli.render_inspect import inspect_view
 from dexcli.engine.views import overdue
+from dexcli.plugins import Hint
 from dexcli.testing import DexTestEnv
 from flows.polling import PollingFlow
 from tests.engine.engine_flows import Flaky, Single
 
 DEAD = f"{socket.gethostname()}:999999999:x"  # a process of this host that does not run
-HINTS = ("complete early:  dex complete-job demo",)
+HINTS = (Hint("complete early:  dex complete-job demo"),)
 
 
 def render(renderable, width: int = 160) -> str:

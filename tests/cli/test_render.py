@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
@@ -165,3 +166,15 @@ def test_cli_output_has_no_ansi_codes_when_piped(cli, env_vars):
     assert not ANSI.search(res.output)
     assert not ANSI.search(cli.ok("inspect", "demo", env={"NO_COLOR": "", **env_vars}).output)
     assert not ANSI.search(cli.ok("list", env={"NO_COLOR": "", **env_vars}).output)
+
+
+def test_a_hint_for_a_step_is_offered_only_while_that_step_is_open(running):
+    from dexcli.plugins import Hint
+
+    hints = (Hint("complete early:  dex complete-job demo", while_step="AwaitJob"),)
+    assert "complete-job" in render(live_view(running, "dex.db", hints=hints))
+    done = json.loads(json.dumps(running))
+    for step in done["steps"]:
+        if step["stepType"] == "AwaitJob":
+            step["status"] = "COMPLETED"  # the job step is done; the flow still runs
+    assert "complete-job" not in render(live_view(done, "dex.db", hints=hints))
