@@ -1,4 +1,6 @@
 """`dex graph` and `dex lint`: thin commands over dexcli.graph (which renders plain strings).
+`dex lint --flow-id ID` reads the run's step executions from the database and checks them
+(dexcli.graph.run_lint).
 
 The main CLI calls `register(app)`; errors are raised as CliError or DexError subclasses for its handler.
 """
@@ -16,9 +18,12 @@ from rich.text import Text
 
 if TYPE_CHECKING:  # the graph package loads when a graph or lint command runs, not at start-up
     from dexcli.graph.lint import LintReport
+    from dexcli.graph.run_lint import RunLintReport
 
 FLOW_HELP = "A known flow name (see `dex flows`), e.g. polling."
 FILE_HELP = "Load the flow from path/to/module.py:FlowClass instead of by name."
+FLOW_ID_HELP = ("Check what a run did instead (from the database): a step that waited only on a Timer and "
+                "then moved to itself, 3 times in a row or more, is the timer-self-loop anti-pattern.")
 
 _STYLES = (
     (r"✓ Valid|✓ no findings", "bold green"),
@@ -33,7 +38,7 @@ _STYLES = (
     (r"\? \([^)\n]*\)", "yellow"),
     (r"(?m)^✗ .*$", "red"),
     (r"(?m)^! .*$", "yellow"),
-    (r"(?m)^(not reachable from START:|reached only .*:|other steps:)$", "dim italic"),
+    (r"(?m)^(not reachable from START:|reached only .*:|other steps:|wait conditions:)$", "dim italic"),
     (r"\berror\b", "red"),
     (r"\bwarning\b", "yellow"),
     (r"\[[a-z-]+\]", "bold"),
@@ -128,6 +133,66 @@ def lint_text(reports: list[LintReport]) -> str:
     return "\n".join(out) + "\n"
 
 
+def run_lint_report(flow_id: str) -> RunLintReport:
+    """`dex lint --flow-id`: the run's step executions and persisted Waits, checked. The flow's
+    definition (loaded from the reference stored with the run, when it still loads) gives file:line."""
+    from dexcli.cli.errors import NotFoundError
+    from dexcli.cli.loader import load_ref
+    from dexcli.cli.shared import open_store
+    from dexcli.graph.run_lint import lint_run
+
+    store = open_store(must_exist=True)
+    try:
+        record = store.get_flow(flow_id)
+        if record is None:
+            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        steps = store.steps_of(flow_id)
+    finally:
+        store.close()
+    definition = None
+    if record.flow_ref:
+        try:
+            definition = load_ref(record.flow_ref)
+        except Exception:  # moved or broken since the run: the findings stand without file:line
+            definition = None
+    return lint_run(flow_id, record.flow_type, steps, definition)
+
+
+def run_lint_text(report: RunLintReport) -> str:
+    from dexcli.graph.lint import format_finding
+
+    out = [format_finding(f) for f in report.findings]
+    n = len(report.warnings)
+    summary = f"{n} warning{'s' if n != 1 else ''}" if n else "✓ no findings"
+    if report.suppressed:
+        summary += f" ({report.suppressed} silenced by # dex: ignore)"
+    out.append(f"flow {report.flow_id} ({report.flow_type})   {summary}")
+    return "\n".join(out) + "\n"
+
+
+def run_lint_json(report: RunLintReport, strict: bool) -> str:
+    data = {"flowId": report.flow_id, "flow": report.flow_type, "findings": [f.to_dict() for f in report.findings],
+            "suppressed": report.suppressed, "errors": 0, "warnings": len(report.warnings), "strict": strict,
+            "exitCode": report.exit_code(strict)}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _lint_run_command(flow_id: str, flow: str | None, file: str | None, portable: bool, strict: bool,
+                      as_json: bool) -> None:
+    from dexcli.cli.errors import UsageError
+
+    if flow or file or portable:
+        raise UsageError("--flow-id checks what a run did: give no flow name, --file or --portable with it")
+    report = run_lint_report(flow_id)
+    if as_json:
+        typer.echo(run_lint_json(report, strict), nl=False)
+    else:
+        _console().print(_styled(run_lint_text(report).rstrip("\n")))
+    code = report.exit_code(strict)
+    if code:
+        raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
     """Add `graph` and `lint` to the main Typer app."""
 
@@ -160,12 +225,16 @@ def register(app: typer.Typer) -> None:
             False, "--portable",
             help="Also report what would not carry over to a Dex server (portability/* warnings): dexcli-only "
                  "names, modules and parameters, and async handlers the official Registry refuses by default."),
+        flow_id: str | None = typer.Option(None, "--flow-id", metavar="ID", help=FLOW_ID_HELP, show_default=False),
     ) -> None:
         """Check a flow for definition errors, polling anti-patterns and lost heartbeats, each with file:line.
 
         Exits 1 on errors (and on warnings with --strict). Silence a rule on one line with
-        `# dex: ignore[rule-id]`.
+        `# dex: ignore[rule-id]`. With --flow-id, check a run's history instead of the code.
         """
+        if flow_id is not None:
+            _lint_run_command(flow_id, flow, file, portable, strict, as_json)
+            return
         reports = lint_reports(flow, file, portable)
         if as_json:
             typer.echo(lint_json(reports, strict), nl=False)
@@ -176,4 +245,5 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(code)
 
 
-__all__ = ["register", "graph_command", "lint_reports", "lint_exit_code", "lint_json", "lint_text"]
+__all__ = ["register", "graph_command", "lint_reports", "lint_exit_code", "lint_json", "lint_text",
+           "run_lint_report", "run_lint_text", "run_lint_json"]

@@ -2,7 +2,8 @@
 mistakes (CODE_RULES), each with file:line.
 
 Rules (ids are what `# dex: ignore[rule-id]` takes; a bare `# dex: ignore` silences every rule
-on that line). Errors (the flow is Invalid) cannot be silenced.
+on that line). Errors (the flow is Invalid) cannot be silenced. timer-self-loop is also checked
+on what a run did (`dex lint --flow-id`, dexcli.graph.run_lint).
 """
 
 from __future__ import annotations
@@ -58,15 +59,18 @@ class Finding:
     message: str
     flow: str
     step: str | None = None
+    run: str | None = None  # the flow id, for a finding in what a run did (dexcli.graph.run_lint)
 
     def location(self) -> str:
         if not self.file:
-            return "?"
+            return f"flow {self.run}" if self.run else "?"
         return f"{short_path(self.file)}:{self.line}" if self.line else short_path(self.file)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["file"] = short_path(self.file) if self.file else None
+        if self.run is None:
+            del d["run"]
         return d
 
 

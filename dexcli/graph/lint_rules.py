@@ -26,6 +26,7 @@ from dexcli.graph.static import (
     unparse,
     walk_own,
 )
+from dexcli.graph.waits import read_wait
 
 Hit = tuple[str, str | None, int, str]  # (rule id, file, line, message)
 _SLEEP = frozenset({"sleep"})
@@ -152,22 +153,16 @@ def _in_timeout_block(node: ast.AST, fi: FuncInfo) -> bool:
 
 # --------------------------------------------------------------------------- the rules
 def _rule_timer_self_loop(step: StepFacts) -> list[Hit]:
-    wait_for = step.methods.get("wait_for")
-    if wait_for is None:
-        return []
-    uses_timer = any(
-        isinstance(n, ast.Call) and ((dotted(n.func) or "").split(".")[-1] == "Timer"
-                                     or (callee_name(n.func) == "by_duration"
-                                         and (dotted(n.func) or "").split(".")[-2:-1] == ["Timer"]))
-        for n in ast.walk(wait_for.node)
-    )
-    if not uses_timer:
+    """wait_for waits on Timers only (dexcli.graph.waits) and execute goes to the same step type.
+    A Timer beside a channel or SubFlow condition is a deadline or a reminder, not a poll."""
+    wait = read_wait(step.instance)
+    if wait is None or not wait.polls_by_time:
         return []
     out: list[Hit] = []
     for site in step.source.sites:
         if site.kind == "goTo" and resolve_target(site, step.instance, step.flow_steps).step_type == step.step_type:
             out.append(("timer-self-loop", site.file, site.line,
-                        f"{step.step_type} waits on a Timer in wait_for (line {wait_for.node.lineno}) and then "
+                        f"{step.step_type} waits only on a Timer in wait_for (line {wait.line}) and then "
                         f"goes to itself with {site.text} to poll again"))
     return out
 

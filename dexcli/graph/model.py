@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.graph.static import Site, class_location, class_methods, resolve_target, step_source
+from dexcli.graph.waits import WaitInfo, read_wait
 
 START = "START"
 END = "end"
@@ -32,15 +33,22 @@ class Node:
     is_start: bool = False
     reachable: bool | None = True  # None: only a target computed at run time could reach it
     source_available: bool = True
+    wait: WaitInfo | None = None  # what its wait_for waits on; None: it has no wait_for
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "label": self.label}
         if self.kind == "step":
             d.update(
                 {"class": self.class_name, "file": self.file, "line": self.line, "start": self.is_start,
-                 "reachable": self.reachable, "sourceAvailable": self.source_available}
+                 "reachable": self.reachable, "sourceAvailable": self.source_available,
+                 "waitFor": self.wait.to_dict() if self.wait is not None else None}
             )
         return d
+
+    @property
+    def wait_text(self) -> str | None:
+        """`waits any_of(...)` for a step with a wait_for, else None."""
+        return f"waits {self.wait.text}" if self.wait is not None else None
 
 
 @dataclass
@@ -185,8 +193,17 @@ def _step_nodes(steps: list[tuple[str, Any]], start: Any | None) -> list[tuple[N
             node_id, n = f"{st}#{n}", n + 1
         ids.add(node_id)
         file, line = class_location(type(inst))
-        out.append((Node(node_id, "step", st, type(inst).__name__, file, line, is_start=inst is start), inst))
+        node = Node(node_id, "step", st, type(inst).__name__, file, line, is_start=inst is start)
+        node.wait = _read_wait(inst)
+        out.append((node, inst))
     return out
+
+
+def _read_wait(inst: Any) -> WaitInfo | None:
+    try:
+        return read_wait(inst)
+    except Exception:  # an analysis bug must not hide the graph: say we could not read it
+        return WaitInfo((), True, None, None)
 
 
 def _site_edges(flow_type: str, node: Node, inst: Any, registered: list[tuple[str, Any]],

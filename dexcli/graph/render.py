@@ -2,6 +2,8 @@
 
 Every renderer returns a string; none prints. Edge labels are the edge kinds, except that the
 text view writes the execute-failure route (its executeFailureStep) as `if execute fails`.
+A step with a `wait_for` shows what it waits on (dexcli.graph.waits): the text view lists them
+under `wait conditions:`, Mermaid and DOT write it under the step's name, JSON as `waitFor`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from dexcli.graph.model import END, START, Edge, FlowGraph
+from dexcli.graph.model import END, START, Edge, FlowGraph, Node
 
 END_GLYPH = "◉"
 VALID_BADGE = "✓ Valid"
@@ -96,11 +98,26 @@ def render_text(graph: FlowGraph) -> str:
         for n in rest:
             if n.id not in visited:
                 out.extend("  " + line for line in _block(graph, n.id, visited))
+    out.extend(wait_lines(graph))
     for msg in graph.errors:
         out.append(f"✗ {msg}")
     for msg in graph.warnings:
         out.append(f"! {msg}")
     return "\n".join(out) + "\n"
+
+
+def wait_lines(graph: FlowGraph) -> list[str]:
+    """`wait conditions:` and one line per step with a wait_for: `  Step  waits any_of(...)`."""
+    waiting = [n for n in graph.nodes if n.kind == "step" and n.wait_text is not None]
+    if not waiting:
+        return []
+    width = max(len(n.label) for n in waiting)
+    return ["wait conditions:"] + [f"  {n.label.ljust(width)}  {n.wait_text}" for n in waiting]
+
+
+def node_label(node: Node) -> str:
+    """A box's label in mermaid and dot: the step, and under it what it waits on."""
+    return node.label if node.wait_text is None else f"{node.label}\n{node.wait_text}"
 
 
 # --------------------------------------------------------------------------- mermaid
@@ -130,7 +147,8 @@ def render_mermaid(graph: FlowGraph) -> str:
             while mid in ids.values():
                 mid, n = f"{_mermaid_id(node.id)}_{n}", n + 1
             ids[node.id] = mid
-            lines.append(f'    {mid}["{_q(node.label)}"]')
+            label = _q(node_label(node)).replace("\n", "<br/>")
+            lines.append(f'    {mid}["{label}"]')
     unknown = 0
     for edge in graph.edges:
         src = ids.get(edge.source, _mermaid_id(edge.source))
@@ -166,7 +184,8 @@ def render_dot(graph: FlowGraph) -> str:
             lines.append(f'  {_dq(END)} [shape=doublecircle, label="end"];')
         else:
             style = ", style=dashed" if node.reachable is not True else ""
-            lines.append(f"  {_dq(node.id)} [shape=box, label={_dq(node.label)}{style}];")
+            label = _dq(node_label(node)).replace("\n", "\\n")  # DOT's line break inside a label
+            lines.append(f"  {_dq(node.id)} [shape=box, label={label}{style}];")
     unknown = 0
     for edge in graph.edges:
         if edge.target is None:
