@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from dexcli.cli.app import open_store
+from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import CliError, ConflictError, NotFoundError, UsageError
 
 POLL_SECONDS = 0.1
@@ -28,7 +29,8 @@ class WaitTimedOut(CliError):
 
 
 def wait(
-    flow_id: str = typer.Argument(..., help="The flow whose attribute to watch."),
+    flow_id: str = typer.Argument(..., help="The flow whose attribute to watch.",
+                                 autocompletion=complete_flow_id),
     attribute: str = typer.Option(..., "--attribute", "-a", metavar="NAME",
                                   help="The Attribute (or AttributeMap) name."),
     instance: str | None = typer.Option(None, "--instance", metavar="KEY", help="The AttributeMap instance."),

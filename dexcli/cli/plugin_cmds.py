@@ -172,8 +172,12 @@ class CliCommandContext:
 
 
 def _argument(arg: Argument) -> TyperArgument:
+    """A plugin command's argument; one named `flow_id` completes recent running flow ids."""
+    from dexcli.cli.completion import complete_running_flow_id
+
     return TyperArgument(param_decls=[arg.name], type=str, required=arg.required,
-                         default=... if arg.required else None, help=arg.help, show_default=False)
+                         default=... if arg.required else None, help=arg.help, show_default=False,
+                         autocompletion=complete_running_flow_id if arg.name == "flow_id" else None)
 
 
 def _click_command(command: Command) -> TyperCommand:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import open_store, out_console, store_now
+from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "resul
 
 
 def inspect(
-    flow_id: str = typer.Argument(..., help="The flow to show."),
+    flow_id: str = typer.Argument(..., help="The flow to show.", autocompletion=complete_flow_id),
     json_out: bool = typer.Option(False, "--json", help="One JSON object: summary, steps, streams, history."),
     timeline: bool = typer.Option(False, "--timeline",
                                   help="Draw each step's attempts on one time axis instead."),

@@ -13,6 +13,7 @@ from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
 
+from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
 from dexcli.plugins import Hint
@@ -129,7 +130,8 @@ def step_lines(step: dict[str, Any], now: float, flow_id: str = "") -> list[Rend
         return _running_step_lines(step, head, max_a)
     if step["status"] == "BACKOFF":
         return _backoff_step_lines(step, max_a, flow_id)
-    head.append("queued", style="dim")
+    lock_wait = rl.lock_wait_text(step)
+    head.append(lock_wait or "queued", style="yellow" if lock_wait else "dim")
     return [head]
 
 
@@ -189,6 +191,9 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     cp = Text("     checkpoint  ")
     cp.append(short_value(step["lastHeartbeatValue"]) if step["hasCheckpoint"] else "none", style="bold")
     lines.append(cp)
+    held = rl.held_line(step)
+    if held is not None:
+        lines.append(held)
     return lines
 
 
@@ -311,6 +316,7 @@ class LineDiffer:
     def __init__(self, rpcs: tuple[str, ...] = ()) -> None:
         self.rpcs = rpcs  # the flow's RPC names, offered to move a waiting step on
         self._waits: dict[str, str] = {}  # step execution id -> the last wait state printed
+        self._lock_waits: dict[str, str] = {}  # step execution id -> the lock wait last printed
         self._attempts: dict[tuple[str, int], tuple[str, int]] = {}
         self._streams: set[str] = set()
         self._steps: dict[str, str] = {}
@@ -319,54 +325,13 @@ class LineDiffer:
         self._overdue = False  # said that no process drives the flow (said again once it moves)
 
     def lines(self, snap: dict[str, Any]) -> list[str]:
-        out: list[str] = []
         start = parse_iso(snap["summary"]["startTime"]) or 0.0
-        events: list[tuple[float, int, str]] = []
-        order = 0
+        events: list[tuple[float, str]] = []  # (when, what), in the order found
         for st in snap["steps"]:
-            seid = st["stepExecutionId"]
-            max_a = st["maxAttempts"] or "∞"
-            for a in st["attempts"]:
-                key = (seid, a["attempt"])
-                prev = self._attempts.get(key)
-                t = parse_iso(a["startTime"]) or 0.0
-                if prev is None:
-                    order += 1
-                    what = "wait_for attempt" if a.get("method") == "WAIT_FOR" else "attempt"
-                    events.append((t, order, f"+{t - start:7.1f}s  ▶ {seid} {what} {a['attempt']}/{max_a} started"))
-                hb_prev = prev[1] if prev else 0
-                if a["heartbeats"] > hb_prev:
-                    order += 1
-                    current = a["attempt"] == st["attempt"]
-                    cp = (f" · checkpoint {short_value(st['lastHeartbeatValue'])}"
-                          if current and st["hasCheckpoint"] else "")
-                    hb_t = parse_iso(a.get("lastHeartbeatTime")) or t
-                    events.append((hb_t, order, f"+{hb_t - start:7.1f}s  ♥ {seid} heartbeat #{a['heartbeats']}{cp}"))
-                if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
-                    end = parse_iso(a["endTime"]) or t
-                    order += 1
-                    events.append((end, order, f"+{end - start:7.1f}s  {_ended_text(st, a, max_a)}"))
-                self._attempts[key] = (a["outcome"], a["heartbeats"])
-            if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
-                nt = parse_iso(st.get("nextAttemptTime")) or 0.0
-                order += 1
-                line = f"+{nt - start:7.1f}s  … {seid} attempt {st['attempt'] + 1} scheduled (backoff)"
-                events.append((nt - 1e-6, order, line))
-                self._steps[seid] = f"BACKOFF{st['attempt']}"
-            for t, line in rw.wait_events(st, snap, self._waits, self.rpcs):
-                order += 1
-                events.append((t, order, f"+{t - start:7.1f}s  {line}"))
-        for name, msgs in snap["streams"].items():
-            for m in msgs:
-                stream_key = f"{name}/{m['resumeToken']}"
-                if stream_key in self._streams:
-                    continue
-                self._streams.add(stream_key)
-                t = parse_iso(m["createdTime"]) or 0.0
-                order += 1
-                events.append((t, order, f"+{t - start:7.1f}s  ✉ {name} {short_value(m['value'])}  ({m['source']})"))
-        events.sort()
-        out.extend(e[2] for e in events)
+            events += self._step_events(st, snap)
+        events += self._stream_events(snap)
+        ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
+        out = [f"+{t - start:7.1f}s  {text}" for _, (t, text) in ordered]
         external = rw.only_external_input(snap)
         if external and not self._external:
             out.append(f"          … {rw.EXTERNAL_INPUT}")
@@ -376,3 +341,46 @@ class LineDiffer:
             out.append(late.plain.strip())
         self._overdue = late is not None
         return out
+
+    def _step_events(self, st: dict[str, Any], snap: dict[str, Any]) -> list[tuple[float, str]]:
+        """What happened to one step execution since the last snapshot: attempts started,
+        heartbeats, attempts ended, a backoff, its wait, a lock it waits for."""
+        seid = st["stepExecutionId"]
+        max_a = st["maxAttempts"] or "∞"
+        events: list[tuple[float, str]] = []
+        for a in st["attempts"]:
+            key = (seid, a["attempt"])
+            prev = self._attempts.get(key)
+            t = parse_iso(a["startTime"]) or 0.0
+            if prev is None:
+                what = "wait_for attempt" if a.get("method") == "WAIT_FOR" else "attempt"
+                events.append((t, f"▶ {seid} {what} {a['attempt']}/{max_a} started"))
+            if a["heartbeats"] > (prev[1] if prev else 0):
+                current = a["attempt"] == st["attempt"]
+                cp = (f" · checkpoint {short_value(st['lastHeartbeatValue'])}"
+                      if current and st["hasCheckpoint"] else "")
+                hb_t = parse_iso(a.get("lastHeartbeatTime")) or t
+                events.append((hb_t, f"♥ {seid} heartbeat #{a['heartbeats']}{cp}"))
+            if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
+                events.append((parse_iso(a["endTime"]) or t, _ended_text(st, a, max_a)))
+            self._attempts[key] = (a["outcome"], a["heartbeats"])
+        if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
+            nt = parse_iso(st.get("nextAttemptTime")) or 0.0
+            events.append((nt - 1e-6, f"… {seid} attempt {st['attempt'] + 1} scheduled (backoff)"))
+            self._steps[seid] = f"BACKOFF{st['attempt']}"
+        events += rw.wait_events(st, snap, self._waits, self.rpcs)
+        now = parse_iso(snap["now"]) or 0.0
+        events += [(now, line) for line in rl.lock_wait_events(st, self._lock_waits)]
+        return events
+
+    def _stream_events(self, snap: dict[str, Any]) -> list[tuple[float, str]]:
+        events: list[tuple[float, str]] = []
+        for name, msgs in snap["streams"].items():
+            for m in msgs:
+                stream_key = f"{name}/{m['resumeToken']}"
+                if stream_key in self._streams:
+                    continue
+                self._streams.add(stream_key)
+                t = parse_iso(m["createdTime"]) or 0.0
+                events.append((t, f"✉ {name} {short_value(m['value'])}  ({m['source']})"))
+        return events

@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
 from dexcli.cli.render import (
@@ -46,6 +47,8 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
             parts.append(f"{st['stepExecutionId']} attempt {st['attempt'] + 1} starts at "
                          f"{clock_time(st.get('nextAttemptTime'))} "
                          f"(in {format_duration(st.get('secondsToNextAttempt') or 0)})")
+        elif st["status"] == "QUEUED" and st.get("waitingForLock"):
+            parts.append(f"{st['stepExecutionId']} is {rl.lock_wait_text(st)}")
         elif st["status"] == "QUEUED":
             parts.append(f"{st['stepExecutionId']} queued — needs a running dex "
                          f"(dex resume {snap['summary']['flowId']})")
@@ -92,6 +95,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
         parts.append(late)
     parts.append(Text(" Steps", style="bold"))
     parts.append(_steps_table(snap, now))
+    parts.extend(rl.attribute_lines(snap))
     parts.extend(stream_lines(snap))
     parts.append(Text(" History", style="bold"))
     parts.extend(_history_line(e) for e in snap["history"])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
+from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
 from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
 from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
 
@@ -180,7 +181,8 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
 
 
 def resume(
-    flow_id: str = typer.Argument(..., help="The flow to drive to its end."),
+    flow_id: str = typer.Argument(..., help="The flow to drive to its end.",
+                                 autocompletion=complete_running_flow_id),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
     time_skip: bool = typer.Option(False, "--time-skip",
                                    help="Skip idle waits (including a lost attempt's heartbeat timeout)."),
@@ -238,7 +240,8 @@ def worker(
 
 
 def watch(
-    flow_id: str = typer.Argument(..., help="A flow another process is running."),
+    flow_id: str = typer.Argument(..., help="A flow another process is running.",
+                                 autocompletion=complete_flow_id),
     json_out: bool = typer.Option(False, "--json", help="Print the inspect object when the flow ends."),
 ) -> None:
     """Follow a flow that another process drives (read-only); exit when it ends."""
@@ -258,7 +261,7 @@ def watch(
 
 
 def stop(
-    flow_id: str = typer.Argument(...),
+    flow_id: str = typer.Argument(..., autocompletion=complete_running_flow_id),
     type_: str = typer.Option("cancel", "--type", help="cancel, terminate or fail."),
     reason: str | None = typer.Option(None, "--reason"),
 ) -> None:

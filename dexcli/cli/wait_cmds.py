@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import open_store
+from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
 from dexcli.cli.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
 
 
 def rpc(
-    flow_id: str = typer.Argument(..., help="The flow to call."),
+    flow_id: str = typer.Argument(..., help="The flow to call.", autocompletion=complete_flow_id),
     name: str = typer.Argument(..., help="The RPC's name (a method marked @rpc on the flow's class)."),
     input: str | None = typer.Option(None, "--input", help="The RPC's input as JSON, or @file.json."),
     json_out: bool = typer.Option(False, "--json", help='One JSON object: {"flowId", "rpcName", "output"}.'),
@@ -93,7 +94,7 @@ def parse_step_execution_id(text: str) -> Any:
 
 
 def skip_timer(
-    flow_id: str = typer.Argument(..., help="The flow."),
+    flow_id: str = typer.Argument(..., help="The flow.", autocompletion=complete_running_flow_id),
     step_execution_id: str = typer.Argument(..., help="The waiting step execution, e.g. AwaitDecision-1."),
     condition_id: str | None = typer.Option(None, "--condition-id", help="The timer's condition id."),
     index: int | None = typer.Option(None, "--index", min=0, help="The timer's 0-based index among the wait's timers."),

@@ -76,7 +76,7 @@ def _attempt(a: AttemptRecord) -> dict[str, Any]:
     }
 
 
-def _step(s: StepRecord, attempts: list[AttemptRecord], now: float) -> dict[str, Any]:
+def _step(s: StepRecord, attempts: list[AttemptRecord], now: float, locks: Locks) -> dict[str, Any]:
     opts = json.loads(s.options)  # the ResolvedOptions JSON shape (dexcli.sdk.options)
     rec = _j(s.recovery_error)
     out: dict[str, Any] = {
@@ -106,6 +106,7 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float) -> dict[str,
             "executeFailureStep": opts.get("failureStep"),
         },
         "attempts": [_attempt(a) for a in attempts],
+        **locks.of_step(s),
     }
     if s.wait_options is not None:
         out["waitFor"] = _wait_for(s)
@@ -216,10 +217,54 @@ def _active(s: StepRecord, at: float) -> dict[str, Any]:
             "timers": [] if wait is None else _timers(s, wait, at)}
 
 
+class Locks:
+    """A flow's live attribute locks (key, holder, acquired, expires), read once per snapshot:
+    what each step execution holds, and who holds the lock a queued step waits for."""
+
+    def __init__(self, rows: list[tuple[str, str, float, Any]]) -> None:
+        self.rows = rows
+        self.holders = {key: holder for key, holder, _, _ in rows}
+
+    def of_step(self, s: StepRecord) -> dict[str, Any]:
+        """`locksHeld` (the keys its running attempt holds) and `waitingForLock` ({key, holder}
+        while it is queued behind a lock; holder None: just released, it is taken next)."""
+        seid = s.step_execution_id
+        held = [key for key, holder, _, _ in self.rows if holder == seid]
+        waiting = None
+        if s.lock_wait is not None and s.status is StepState.QUEUED:
+            waiting = {"key": s.lock_wait, "holder": self.holders.get(s.lock_wait)}
+        return {"locksHeld": held, "waitingForLock": waiting}
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """`state.locks`: every live lock; an RPC's (holder `rpc:<name>:<id>`) until it expires."""
+        return [{"key": key, "holder": holder, "holderKind": "rpc" if holder.startswith("rpc:") else "step",
+                 "acquiredTime": iso(acquired), "expiresTime": iso(expires)}
+                for key, holder, acquired, expires in self.rows]
+
+
+def attribute_values(rows: list[tuple[str, str, str | None, str]]) -> dict[str, Any]:
+    """`state.attributes`: {name: value}, an AttributeMap's instances as {name: {instance: value}};
+    `state.attributeMaps`: the names that are AttributeMaps (a plain value may be an object too)."""
+    values: dict[str, Any] = {}
+    maps: list[str] = []
+    for _key, name, instance, value in rows:
+        if instance is None:
+            values[name] = json.loads(value)
+        else:
+            values.setdefault(name, {})[instance] = json.loads(value)
+            if name not in maps:
+                maps.append(name)
+    return {"attributes": values, "attributeMaps": maps}
+
+
 def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[str, str, str]],
-               now: float) -> dict[str, Any]:
-    """`state`: the step executions in progress and the channel messages no wait has taken yet.
-    For a closed flow, as last known: the step executions its close cancelled, as they were."""
+               now: float, attribute_rows: list[tuple[str, str, str | None, str]] | None = None,
+               locks: Locks | None = None) -> dict[str, Any]:
+    """`state`: the step executions in progress, the channel messages no wait has taken yet, the
+    attributes and the live locks (each step says which it holds or waits for). For a closed
+    flow, as last known: the step executions its close cancelled, as they were, and the
+    attributes' last values."""
+    locks = locks or Locks([])
     if flow.is_running:
         active = [_active(s, now) for s in steps if s.status.is_open]
     else:
@@ -229,7 +274,8 @@ def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[st
     messages: dict[str, list[dict[str, Any]]] = {}
     for queue, mid, value in pending:
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
-    return {"activeStepExecutions": active, "pendingChannelMessages": messages}
+    return {"activeStepExecutions": active, "pendingChannelMessages": messages,
+            **attribute_values(attribute_rows or []), "locks": locks.as_json()}
 
 
 def history_event(e: HistoryRecord) -> dict[str, Any]:
@@ -251,7 +297,10 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
     for v in by_step.values():
         v.sort(key=lambda a: a.attempt)
     step_rows = store.steps_of(flow_id)
-    steps = [_step(s, by_step.get(s.step_execution_id, []), now) for s in step_rows]
+    pending, attrs, lock_rows = store.read(lambda tx: (tx.pending_messages(flow_id), tx.attribute_values(flow_id),
+                                                       tx.locks_of(flow_id, now)))
+    locks = Locks(lock_rows)
+    steps = [_step(s, by_step.get(s.step_execution_id, []), now, locks) for s in step_rows]
     streams: dict[str, list[dict[str, Any]]] = {}
     for m in store.stream_messages(flow_id, limit=100_000):
         streams.setdefault(m.stream, []).append(stream_message(m))
@@ -263,7 +312,7 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
-        "state": flow_state(row, step_rows, store.read(lambda tx: tx.pending_messages(flow_id)), now),
+        "state": flow_state(row, step_rows, pending, now, attrs, locks),
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
     }

@@ -263,7 +263,8 @@ def test_steps_without_wait_for_have_no_wait_for_key(cli: Cli) -> None:
     cli.ok("run", "three-steps", "--flow-id", "t", "--input", "1")
     snap = cli.json("inspect", "t", "--json")
     assert all("waitFor" not in s for s in snap["steps"])
-    assert snap["state"] == {"activeStepExecutions": [], "pendingChannelMessages": {}}
+    assert snap["state"] == {"activeStepExecutions": [], "pendingChannelMessages": {}, "attributes": {},
+                             "attributeMaps": [], "locks": []}
 
 
 # ------------------------------------------------------------------------------ live view ---
