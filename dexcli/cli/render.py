@@ -317,7 +317,7 @@ class LineDiffer:
         self.rpcs = rpcs  # the flow's RPC names, offered to move a waiting step on
         self._waits: dict[str, str] = {}  # step execution id -> the last wait state printed
         self._lock_waits: dict[str, str] = {}  # step execution id -> the lock wait last printed
-        self._attempts: dict[tuple[str, int], tuple[str, int]] = {}
+        self._attempts: dict[tuple[str, str | None, int], tuple[str, int]] = {}
         self._streams: set[str] = set()
         self._steps: dict[str, str] = {}
         self._closed = False
@@ -349,14 +349,14 @@ class LineDiffer:
         max_a = st["maxAttempts"] or "∞"
         events: list[tuple[float, str]] = []
         for a in st["attempts"]:
-            key = (seid, a["attempt"])
+            key = (seid, a.get("method"), a["attempt"])
             prev = self._attempts.get(key)
             t = parse_iso(a["startTime"]) or 0.0
             if prev is None:
                 what = "wait_for attempt" if a.get("method") == "WAIT_FOR" else "attempt"
                 events.append((t, f"▶ {seid} {what} {a['attempt']}/{max_a} started"))
             if a["heartbeats"] > (prev[1] if prev else 0):
-                current = a["attempt"] == st["attempt"]
+                current = a["attempt"] == st["attempt"] and a.get("method") == st.get("method")
                 cp = (f" · checkpoint {short_value(st['lastHeartbeatValue'])}"
                       if current and st["hasCheckpoint"] else "")
                 hb_t = parse_iso(a.get("lastHeartbeatTime")) or t

@@ -59,9 +59,19 @@ def start_options(flow: FlowRecord) -> dict[str, Any]:
     return out
 
 
-def _attempt(a: AttemptRecord) -> dict[str, Any]:
+def _attempts(attempts: list[AttemptRecord]) -> list[dict[str, Any]]:
+    """Each method (wait_for, execute) numbers its attempts from 1, as its handlers' context does."""
+    seen: dict[str, int] = {}
+    out = []
+    for a in attempts:
+        seen[a.method] = seen.get(a.method, 0) + 1
+        out.append(_attempt(a, seen[a.method]))
+    return out
+
+
+def _attempt(a: AttemptRecord, number: int) -> dict[str, Any]:
     return {
-        "attempt": a.attempt,
+        "attempt": number,
         "startTime": iso(a.start_time),
         "endTime": iso(a.end_time),
         "outcome": a.outcome.value,
@@ -87,7 +97,8 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float, locks: Locks
         "input": _j(s.input),
         "decision": _j(s.decision),
         "recoveryError": None if rec is None else {"errorType": rec["error_type"], "detail": rec["detail"]},
-        "attempt": s.attempt,
+        "attempt": s.method_attempt,  # within its current method (see `method`)
+        "method": s.method.value,
         "maxAttempts": opts["maximumAttempts"],
         "scheduledTime": iso(s.scheduled_at),
         "firstAttemptTime": iso(s.first_attempt_at),
@@ -105,7 +116,7 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float, locks: Locks
             "maximumInterval": opts["maximumInterval"],
             "executeFailureStep": opts.get("failureStep"),
         },
-        "attempts": [_attempt(a) for a in attempts],
+        "attempts": _attempts(attempts),
         **locks.of_step(s),
     }
     if s.wait_options is not None:
