@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.rule import Rule
 from rich.text import Text
 
@@ -247,6 +247,30 @@ def header(snap: dict[str, Any], db: str, offset: float) -> Text:
     return t
 
 
+class Hanging:
+    """A line that wraps under itself: continuation lines are indented past the line's own
+    indent, so a long line in a narrow terminal does not run back to column 0."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+        self.indent = len(text.plain) - len(text.plain.lstrip(" ")) + 2
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        if self.text.cell_len <= width or width <= self.indent + 10:
+            yield self.text
+            return
+        for i, line in enumerate(self.text.wrap(console, width - self.indent, overflow="fold")):
+            if i:
+                line = Text(" " * self.indent) + line
+            line.rstrip()
+            yield line
+
+
+def hanging(parts: list[RenderableType]) -> list[RenderableType]:
+    return [Hanging(p) if isinstance(p, Text) else p for p in parts]
+
+
 def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[Hint, ...] = (),
               rpcs: tuple[str, ...] = ()) -> RenderableType:
     """The live view of one flow. `hints`: what its flow plugin suggests while it runs
@@ -274,7 +298,7 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
                 hint.append(f"{h.text}      ", style="dim")
         hint.append(f"inspect:  dex inspect {fid}", style="dim")
         parts.append(hint)
-    return Group(*parts)
+    return Group(*hanging(parts))
 
 
 def final_card(snap: dict[str, Any]) -> RenderableType:

@@ -178,3 +178,17 @@ def test_a_hint_for_a_step_is_offered_only_while_that_step_is_open(running):
         if step["stepType"] == "AwaitJob":
             step["status"] = "COMPLETED"  # the job step is done; the flow still runs
     assert "complete-job" not in render(live_view(done, "dex.db", hints=hints))
+
+
+def test_at_80_columns_long_lines_wrap_under_themselves_not_to_column_0(running):
+    from dexcli.plugins import Hint
+
+    hints = (Hint("complete early:  dex complete-job a-flow-id-long-enough-to-push-the-footer-past-80-columns"),)
+    console = Console(width=80, record=True, no_color=True, file=io.StringIO())
+    console.print(live_view(running, "/tmp/a/rather/long/path/to/dex.db", hints=hints))
+    lines = console.export_text().splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    footer = [i for i, ln in enumerate(lines) if "complete-job" in ln][0]
+    assert lines[footer + 1].startswith("   ") and "inspect demo" in " ".join(lines[footer:])
+    assert all(not ln or ln.startswith(" ") or ln.startswith(("dex", "─", "━")) or ln[0] in "✓✗▶○…⊘"
+               for ln in lines)  # nothing but the header and rules starts at column 0
