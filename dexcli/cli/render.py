@@ -202,7 +202,6 @@ def _backoff_step_lines(step: dict[str, Any], max_a: Any, flow_id: str) -> list[
     are unlimited unless the step sets maximum_attempts)."""
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
-    lines.extend(_failed_attempt_lines(step) or [])
     nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a} · "
                f"{due_in(step.get('secondsToNextAttempt') or 0, 'next in')} · total left "
                f"{format_duration(max(0.0, step.get('secondsTotalLeft', 0.0)))}", style="yellow")
@@ -213,6 +212,7 @@ def _backoff_step_lines(step: dict[str, Any], max_a: Any, flow_id: str) -> list[
     if step["hasCheckpoint"]:
         nxt.append(f"   checkpoint {short_value(step['lastHeartbeatValue'])}")
     lines.append(nxt)
+    lines.extend(_failed_attempt_lines(step))  # under their step, as a running step's are
     return lines
 
 
@@ -305,7 +305,7 @@ def final_card(snap: dict[str, Any]) -> RenderableType:
     s = snap["summary"]
     status = s["flowStatus"]
     start, close = parse_iso(s["startTime"]), parse_iso(s["closeTime"])
-    t = Text("\n ")
+    t = Text(" ")
     t.append(status, style=f"bold {STATUS_STYLE.get(status, '')}")
     if start is not None and close is not None:
         t.append(f" in {format_duration(close - start)}")

@@ -192,3 +192,20 @@ def test_at_80_columns_long_lines_wrap_under_themselves_not_to_column_0(running)
     assert lines[footer + 1].startswith("   ") and "inspect demo" in " ".join(lines[footer:])
     assert all(not ln or ln.startswith(" ") or ln.startswith(("dex", "─", "━")) or ln[0] in "✓✗▶○…⊘"
                for ln in lines)  # nothing but the header and rules starts at column 0
+
+
+def test_during_backoff_the_failed_attempts_are_drawn_under_their_step():
+    from dexcli.testing import DexTestEnv
+    from tests.engine.attribute_flows import RetryFlow
+
+    with DexTestEnv(start=0.0) as env:
+        env.start(RetryFlow(), 5, "b")
+        env.drive(["b"], until=lambda: env.store.steps_of("b")[0].status.value == "BACKOFF")
+        text = render(live_view(env.inspect("b"), "dex.db")).splitlines()
+    step = next(i for i, ln in enumerate(text) if "FailsOnce-1" in ln and "attempt 2" in ln)
+    failed = next(i for i, ln in enumerate(text) if "✗ attempt 1" in ln)
+    assert step < failed
+
+
+def test_the_final_card_starts_on_its_first_line(completed):
+    assert render(final_card(completed)).splitlines()[0].strip().startswith("COMPLETED")
