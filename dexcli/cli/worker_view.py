@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from rich.console import Console
@@ -27,6 +28,8 @@ from dexcli.engine.core import Engine
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.process import tune_gc
 from dexcli.engine.runner import Runner
+from dexcli.store import StoreError
+from dexcli.store.errors import DatabaseConditionError
 
 
 def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
@@ -71,7 +74,16 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
              + (" · until idle" if until_idle else " · Ctrl-C to stop"))
     tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
     runner = Runner(engine)
-    why, released = _drive(engine, stop, lambda: runner.drive_async(None, until=stop, until_idle=until_idle))
+    failures = _store_failures(engine)
+    try:
+        why, released = _drive(engine, stop, lambda: runner.drive_async(
+            None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
+    except DatabaseConditionError as exc:  # one of the engine's own writes (a lease) failed
+        why, released = None, 0
+        failures.append(exc)
+    if failures:  # the database refused a write (disk full, locked, replaced): stop, say so once
+        raise StoreError(f"{failures[0]} — the worker stopped; its flows stay RUNNING: run `dex worker` "
+                         "(or `dex resume ID`) again once that is fixed")
     if why is not None:
         return _worker_stopped(console, stop, why, len(closed), released)
     for fid, reason in engine.unloadable.items():
@@ -82,6 +94,20 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
         silence_stdout()
         return EXIT_OUTPUT_CLOSED
     return EXIT_OK
+
+
+def _store_failures(engine: Engine) -> list[DatabaseConditionError]:
+    """Writes the database refused, even ones nobody awaits (a heartbeat): the worker stops
+    rather than run on losing them."""
+    failures: list[DatabaseConditionError] = []
+
+    def on_failure(exc: DatabaseConditionError) -> None:
+        failures.append(exc)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the drive has ended anyway
+            engine.wake()
+
+    engine.store.notify_failures(on_failure)
+    return failures
 
 
 def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int, released: int) -> int:

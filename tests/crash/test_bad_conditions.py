@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -277,3 +278,33 @@ def test_the_database_file_is_replaced_under_a_run(trials):
     assert_one_line(out, "was deleted or replaced while dex ran")
     assert out.extra["listed"] == ["other"]
     assert out.doctor.startswith("exit 0") and out.integrity == "ok", (out.doctor, out.integrity)
+
+
+def _locked_worker(db: Path) -> Outcome:
+    """A worker drives the flow (handed over with Ctrl-C from `dex run`); another process then
+    holds the write lock past the busy timeout."""
+    out = Outcome()
+    first = start_polling([], db)
+    first.send_signal(signal.SIGINT)  # released: runnable at once by whoever drives it next
+    first.communicate(timeout=WAIT)
+    worker = subprocess.Popen([*DEX, "--db", str(db), "worker", "--json"], cwd=ROOT,
+                              env={**ENV, "DEX_BUSY_TIMEOUT": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    assert worker.stdout is not None
+    for line in worker.stdout:
+        if json.loads(line)["type"] in ("heartbeat", "streamMessage"):
+            break
+    with write_lock_held(db):
+        ended(worker, out)
+    examine([], db, out)
+    return resume([], db, out)
+
+
+TRIALS.add("locked-worker", _locked_worker)
+
+
+@pytest.mark.trials("locked-worker")
+def test_a_worker_stops_with_one_line_when_the_write_lock_is_held(trials):
+    out = trials["locked-worker"]
+    assert_one_line(out, "database is locked by another process (held longer than 1 s)", "the worker stopped")
+    assert_sound_and_resumable(out)
