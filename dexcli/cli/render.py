@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.rule import Rule
@@ -16,7 +16,9 @@ from rich.text import Text
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
-from dexcli.plugins import Hint
+
+if TYPE_CHECKING:
+    from dexcli.plugins import Hint
 
 BAR_WIDTH = 18
 STATUS_STYLE = {

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive
-from dexcli.engine.waits import TIMER
+from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
     AttemptRecord,

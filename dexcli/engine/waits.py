@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dexcli.engine.wait_kinds import CHANNEL as CHANNEL
+from dexcli.engine.wait_kinds import TIMER as TIMER
 from dexcli.sdk.channels import Channel, ChannelMap, physical_name
 from dexcli.sdk.conditions import (
     ChannelCondition,
@@ -30,8 +32,6 @@ from dexcli.sdk.conditions import (
     WaitKind,
 )
 from dexcli.sdk.errors import InvalidStepResultError, NotSupportedYetError
-
-TIMER, CHANNEL = "timer", "channel"
 
 
 @dataclass(frozen=True, slots=True)
