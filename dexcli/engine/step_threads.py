@@ -77,6 +77,7 @@ class StepThreads:
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
                 result = (future, False, exc)
             self._post(result)
+            del fn, args, ctx, future, result  # a parked thread keeps nothing of its last call alive
 
     def _post(self, result: tuple[asyncio.Future[Any], bool, Any]) -> None:
         with self._lock:
