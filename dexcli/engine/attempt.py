@@ -62,6 +62,7 @@ class AttemptRun:
         self.heartbeats = 0
         self.stream_writes = 0
         self.effects = Effects()  # publishes, locals, events: committed with the result
+        self.handed_on = False  # its commit leased every step it created (see Engine._commit_decision)
 
     @property
     def key(self) -> tuple[str, str]:

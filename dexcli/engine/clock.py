@@ -26,6 +26,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from dexcli.engine.step_threads import StepThreads
+
 T = TypeVar("T")
 
 VIRTUAL_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where virtual clocks start
@@ -138,10 +140,9 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, clock: Clock, max_threads: int = 32) -> None:
         self.clock = clock
-        self._busy_threads = 0
-        self._busy_lock = threading.Lock()
-        super().__init__(selector=_ClockSelector(clock, lambda: self._busy_threads))
-        self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-step")
+        super().__init__(selector=_ClockSelector(clock, lambda: self._steps.busy))
+        self._steps = StepThreads(self, max_threads)  # handlers' blocking code
+        self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-exec")
         self.set_default_executor(self._executor)
         self._clock_resolution = 1e-6
         clock.add_waker(self._waker)
@@ -154,32 +155,19 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self.clock.now()
 
-    async def run_in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking user code in a worker thread, with the caller's context variables.
+    def run_in_thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Run blocking user code on a handler thread (dexcli.engine.step_threads), with the
+        caller's context variables; await the returned future.
 
         While a thread is busy, an auto-advance clock does not jump: sync code takes no
         virtual time.
         """
-        ctx = contextvars.copy_context()
-        with self._busy_lock:
-            self._busy_threads += 1
-        done = False
-
-        def call() -> T:
-            nonlocal done
-            try:
-                return ctx.run(fn, *args)
-            finally:
-                with self._busy_lock:
-                    if not done:
-                        done = True
-                        self._busy_threads -= 1
-
-        return await self.run_in_executor(None, call)
+        return self._steps.submit(fn, args, contextvars.copy_context())
 
     def close(self) -> None:
         self.clock.remove_waker(self._waker)
         super().close()
+        self._steps.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 

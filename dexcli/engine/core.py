@@ -271,7 +271,7 @@ class Engine:
                     keys.discard(run.key)
                     if not keys:
                         del self._by_flow[run.flow_id]
-            self.wake()
+            self.scheduler.wake(for_stop_only=run.handed_on)
 
     def _watch(self, run: AttemptRun) -> None:
         """The attempt's watchdog: a timer at its earliest deadline (no task of its own). A
@@ -400,7 +400,9 @@ class Engine:
                 self.start_attempt(leased, now)
             self.after_woken(run.flow_id, d.woken)
             self.faults.hit("after-commit", run.spec.step_type, where=run.where())
-            self.wake()
+            # every step it created runs here already: nothing new is due for the scheduler
+            run.handed_on = bool(c.leased) and not d.woken and len(c.summary.get("next", ())) == len(c.leased)
+            self.scheduler.wake(for_stop_only=run.handed_on)
 
         await self._commit(run, apply, done)
 

@@ -14,7 +14,6 @@ a process driving one flow keeps its clock equal to that flow's, `dex time skip`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -40,16 +39,23 @@ class Scheduler:
         self.owner = self._new_owner()
         self._driving: frozenset[str] | None = None  # the flows run() drives (None: not running)
         self._all = False  # run() drives every flow in the database (a worker)
-        self._wake: asyncio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None  # what _sleep awaits; wake() resolves it
+        self._has_stop = False  # run() was given a stop condition (checked on every change)
         self._next_offset_read = 0.0  # real monotonic time of the next look at the flows' offsets
         self._ids: list[str] | None = None  # the flows looked at this pass (None: all)
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
 
-    def wake(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
+    def wake(self, *, for_stop_only: bool = False) -> None:
+        """Make the loop pass again now. `for_stop_only`: the change cannot make anything due or
+        the drive idle (an attempt handed its flow on to a successor leased in the same commit),
+        so only a stop condition could care."""
+        if for_stop_only and not self._has_stop:
+            return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def drives(self, flow_id: str) -> bool:
         """Whether run() is driving this flow now (so this process may lease its next steps)."""
@@ -71,7 +77,7 @@ class Scheduler:
         if not engine.runs:
             self.owner = self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
-        self._wake = asyncio.Event()
+        self._has_stop = stop is not None
         self._next_offset_read = 0.0
         clock = engine.clock
         if clock.follow_real and clock.auto_advance:
@@ -152,17 +158,22 @@ class Scheduler:
         return timeout
 
     async def _sleep(self, timeout: float | None) -> None:
-        assert self._wake is not None
-        self._wake.clear()
-        if timeout is None or timeout > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
-        else:
+        """Until wake() or the timeout (a future and a timer: no task per sleep)."""
+        loop = asyncio.get_running_loop()
+        if timeout is not None and timeout <= 0:
             await asyncio.sleep(0)
+        else:
+            waiter = self._waiter = loop.create_future()
+            timer = None if timeout is None else loop.call_at(loop.time() + timeout, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            # 3.11's wait_for swallows a cancel that lands as the wake fires: honour it
-            raise asyncio.CancelledError()
+            raise asyncio.CancelledError()  # a cancel that landed as the wake fired: honour it
 
     def _next_wake(self, sched: Schedule) -> tuple[float | None, bool]:
         """When something is next due, and whether a live process holds a lease here.
@@ -189,3 +200,8 @@ class Scheduler:
             if t is not None:
                 times.append(t)
         return (min(times) if times else None), live
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -88,12 +88,15 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                            (int(graceful), completions, flow_id))
 
     def close_flow(self, flow_id: str, status: FlowState, now: float, error_type: str | None,
-                   error_message: str | None, completions: str | None = None) -> bool:
-        """Close a running flow; `completions` are set in the same statement when given."""
+                   error_message: str | None, completions: str | None = None, if_idle: bool = False) -> bool:
+        """Close a running flow; `completions` are set in the same statement when given.
+        `if_idle`: only when it has no open step (the count and the close in one statement)."""
         extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
+        idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND s.status IN {_OPEN})" \
+            if if_idle else ""
         cur = self.c.execute(
             f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
-            "WHERE flow_id = ? AND status = 'RUNNING'",
+            f"WHERE flow_id = ? AND status = 'RUNNING'{idle}",
             (status.value, now, error_type, error_message, *args, flow_id))
         return bool(cur.rowcount == 1)
 

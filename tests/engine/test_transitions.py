@@ -685,13 +685,17 @@ def test_stop_refuses_a_closed_or_unknown_flow(store: Store, defs: Definitions) 
     assert [e for e, _ in events(store)].count("FlowClosed") == 1
 
 
-def test_close_reports_the_collected_outputs_and_can_leave_steps_alone(store: Store, defs: Definitions) -> None:
+def test_close_reports_the_collected_outputs_and_if_idle_leaves_a_busy_flow_open(store: Store,
+                                                                                   defs: Definitions) -> None:
     work, rec = moved_to(store, defs, "Work", "Recover")
     with store.tx() as tx:
         tx.set_flow_outputs("f", '[{"output": 1}]', False)
-        t.close(tx, "f", T0 + 5, t.Closed(FlowState.COMPLETED), open_steps=False)
+        assert not t.close(tx, "f", T0 + 5, t.Closed(FlowState.COMPLETED), if_idle=True)  # Work-1 runs
+    assert flow(store).status is FlowState.RUNNING and events(store)[-1][0] != "FlowClosed"
+    with store.tx() as tx:
+        assert t.close(tx, "f", T0 + 5, t.Closed(FlowState.COMPLETED))
     assert events(store)[-1][1]["results"] == [{"output": 1}]
-    assert steps(store)["Work-1"].status is StepState.RUNNING  # the caller said none were open
+    assert steps(store)["Work-1"].status is StepState.CANCELED
     assert (flow(store).status, flow(store).completions) == (FlowState.COMPLETED, '[{"output": 1}]')
 
 

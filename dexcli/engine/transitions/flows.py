@@ -85,18 +85,20 @@ def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
 
 
 def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | None = None,
-          open_steps: bool = True) -> None:
-    """End the flow: its open steps cancelled (`open_steps=False`: the caller counted none),
-    FlowClosed with the collected results. A flow that has already ended is left as it is."""
-    if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions):
-        return
-    if open_steps:
+          if_idle: bool = False) -> bool:
+    """End the flow: its open steps cancelled, FlowClosed with the collected results
+    (`if_idle`: only if it has no open step). A flow that has already ended is left as it is.
+    Returns whether it closed now."""
+    if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions, if_idle):
+        return False
+    if not if_idle:
         tx.cancel_open_steps(flow_id, now)
     if completions is None:
         flow = tx.get_flow(flow_id)
         completions = flow.completions if flow else "[]"
     tx.add_event(flow_id, now, "FlowClosed", {"flowStatus": closed.status.value, "errorType": closed.error_type,
                                               "errorMessage": closed.message, "results": json.loads(completions)})
+    return True
 
 
 _STOPS = {"CANCEL": Closed(FlowState.CANCELED), "TERMINATE": Closed(FlowState.TERMINATED),

@@ -76,10 +76,12 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         "duration": round(now - started, 6), "decision": summary, **(extra or {}),
     })
     graceful = flow.graceful or decision.kind is DecisionKind.GRACEFUL_COMPLETE
-    closed, idle = _closing(tx, key.flow_id, decision, graceful)
+    closed = _forced(decision)
     if closed is not None:
-        close(tx, key.flow_id, now, closed, completions or flow.completions, open_steps=not idle)
+        close(tx, key.flow_id, now, closed, completions or flow.completions)
         return Completed(summary, closed, ())
+    if graceful and close(tx, key.flow_id, now, _GRACEFUL, completions or flow.completions, if_idle=True):
+        return Completed(summary, _GRACEFUL, ())  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
     got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
@@ -110,15 +112,16 @@ def _collect(completions: str, decision: Decision, step: StepRecord) -> str | No
     return json.dumps(items)
 
 
-def _closing(tx: Tx, flow_id: str, decision: Decision, graceful: bool) -> tuple[Closed | None, bool]:
-    """(how the flow closes now, or None; whether it is idle, i.e. has no open step)."""
+_GRACEFUL = Closed(FlowState.COMPLETED)
+
+
+def _forced(decision: Decision) -> Closed | None:
+    """How the decision itself closes the flow, or None."""
     if decision.kind is DecisionKind.FORCE_COMPLETE:
-        return Closed(FlowState.COMPLETED), False
+        return Closed(FlowState.COMPLETED)
     if decision.kind is DecisionKind.FORCE_FAIL:
-        return Closed(FlowState.FAILED, "STEP_DECISION_FAILED", decision.reason), False
-    if graceful and tx.active_step_count(flow_id) == 0:
-        return Closed(FlowState.COMPLETED), True
-    return None, False
+        return Closed(FlowState.FAILED, "STEP_DECISION_FAILED", decision.reason)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,112 @@
+"""Handler threads: blocking user code runs here, never on the event loop.
+
+A pool of long-lived threads shares one queue of calls. The loop hands a call over by
+appending it and waking one idle thread, or starting a new one up to the limit, as a
+ThreadPoolExecutor would: a call that blocks holds only its own thread, the loop and every
+other attempt go on. What is cheaper than `run_in_executor` is the hand-off: no
+concurrent.futures Future chained to an asyncio one, and results go back in batches — the
+first result of a batch schedules one `call_soon_threadsafe` and every result that arrives
+before the loop runs it rides along, so many calls ending together wake the loop once.
+
+`busy` counts calls handed over whose results the loop has not taken yet (a call whose
+awaiting task was cancelled counts until its thread returns). It is only touched on the
+loop's thread; an auto-advancing clock does not jump while it is above 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+_Call = tuple[Callable[..., Any], tuple[Any, ...], contextvars.Context, "asyncio.Future[Any]"]
+
+
+class StepThreads:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_threads: int, name: str = "dex-step") -> None:
+        self._loop = loop
+        self._max = max_threads
+        self._name = name
+        self._calls: deque[_Call] = deque()
+        self._lock = threading.Lock()  # guards _idle, _threads, _done, _closed
+        self._idle: list[threading.Lock] = []  # each idle thread parks on its own (held) lock
+        self._threads = 0
+        self._done: list[tuple[asyncio.Future[Any], bool, Any]] = []
+        self._closed = False
+        self.busy = 0
+
+    def submit(self, fn: Callable[..., Any], args: tuple[Any, ...], ctx: contextvars.Context) -> asyncio.Future[Any]:
+        """Run `ctx.run(fn, *args)` on a handler thread; the future resolves on the loop."""
+        future = self._loop.create_future()
+        self.busy += 1
+        self._calls.append((fn, args, ctx, future))
+        with self._lock:
+            if self._idle:
+                self._idle.pop().release()
+                return future
+            if self._threads >= self._max:
+                return future  # a busy thread takes it when its call ends
+            self._threads += 1
+        park = threading.Lock()
+        park.acquire()
+        threading.Thread(target=self._work, args=(park,), name=f"{self._name}-{self._threads}",
+                         daemon=True).start()
+        return future
+
+    def _work(self, park: threading.Lock) -> None:
+        calls = self._calls
+        while True:
+            try:
+                fn, args, ctx, future = calls.popleft()
+            except IndexError:
+                with self._lock:
+                    if self._closed:
+                        self._threads -= 1
+                        return
+                    if calls:
+                        continue  # queued after the popleft above
+                    self._idle.append(park)
+                park.acquire()  # until submit (or close) releases it
+                continue
+            try:
+                result: tuple[asyncio.Future[Any], bool, Any] = (future, True, ctx.run(fn, *args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                result = (future, False, exc)
+            self._post(result)
+            del fn, args, ctx, future, result  # a parked thread keeps nothing of its last call alive
+
+    def _post(self, result: tuple[asyncio.Future[Any], bool, Any]) -> None:
+        with self._lock:
+            self._done.append(result)
+            first = len(self._done) == 1
+        if first:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            done, self._done = self._done, []
+        self.busy -= len(done)
+        for future, ok, value in done:
+            if future.cancelled():
+                continue
+            if ok:
+                future.set_result(value)
+                continue
+            try:
+                future.set_exception(value)
+            except TypeError as exc:  # StopIteration cannot be set on a future
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        """Idle threads end now, busy ones after their call; queued calls are dropped."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        self._calls.clear()
+        for park in idle:
+            park.release()
