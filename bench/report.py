@@ -91,6 +91,8 @@ def evaluate(results: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, st
         rows += _cli(results["cli"])
     if "recovery" in results:
         rows += _recovery(results["recovery"])
+    if "search" in results:
+        rows += report_more.search(results["search"])
     if meta.get("quick"):  # tiny N and skipped time: a verdict would be meaningless
         for r in rows:
             if r["status"] in ("met", "missed"):
