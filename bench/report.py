@@ -313,10 +313,10 @@ def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str
         f"- Python {m['python']}, SQLite {m['sqlite']}, dexcli {m['dexcli']} at git {m['git']}"
         + (" (with uncommitted changes)" if m.get("git_dirty") else ""),
         f"- Peer: {m['dbos']}",
-        f"- Machine load: {m.get('load', '?')}. The machine (2 cores) was shared with other engineers' test "
-        "runs while this ran, so absolute times carry noise: each figure is the median of the runs with its min "
-        "and max, dex and DBOS runs are interleaved (dex, DBOS, dex, DBOS, …) and every verdict against DBOS is "
-        "computed from the ratio within each interleaved pair",
+        f"- Machine load: {m.get('load', '?')}. Absolute times on a small shared VM carry noise (a load above 1 "
+        "means other work ran at the same time): each figure is the median of the runs with its min and max, "
+        "dex and DBOS runs are interleaved (dex, DBOS, dex, DBOS, …) and every verdict against DBOS is computed "
+        "from the ratio within each interleaved pair",
         "- SQLite settings for dex, DBOS and the raw test: WAL, `synchronous=NORMAL` (dex's default; dex "
         "commits every step transition before the next step starts, i.e. SYNC durability for every step)",
         "",
