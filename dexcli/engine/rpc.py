@@ -248,7 +248,12 @@ async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
     try:
         if spec.is_async:
             return await asyncio.wait_for(spec.method(*args), spec.timeout)
-        return await asyncio.wait_for(asyncio.to_thread(spec.method, *args), spec.timeout)
+        # on the engine's loop, a handler thread it tracks: a time-skipping or virtual clock does
+        # not jump (to the RPC's timeout) while sync code runs
+        run_in_thread = getattr(asyncio.get_running_loop(), "run_in_thread", None)
+        call = run_in_thread(spec.method, *args) if run_in_thread is not None else \
+            asyncio.to_thread(spec.method, *args)
+        return await asyncio.wait_for(call, spec.timeout)
     except TimeoutError:
         raise WorkerInvocationError("TimeoutError", f"RPC {spec.name} did not return within "
                                                     f"{spec.timeout:g} s") from None
