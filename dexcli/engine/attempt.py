@@ -13,15 +13,15 @@ import contextlib
 import json
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from urllib.parse import unquote
 
+from dexcli.engine import handler_state as hs
 from dexcli.engine.attributes import AttributeView
 from dexcli.engine.deadlines import earliest_deadline
 from dexcli.engine.faults import Faults, InjectedError
 from dexcli.engine.transitions import AttemptKey, Leased, Outputs
 from dexcli.engine.waiting import Effects
 from dexcli.sdk.channels import physical_name
-from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
+from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
 from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError
@@ -201,28 +201,20 @@ class _Context:
         return self._attrs.map_keys(attribute)
 
     def _declared(self, channel: Any) -> Any:
-        declared = self._run.definition.channels.get(getattr(channel, "name", ""))
-        if declared is None or type(declared) is not type(channel):
-            raise FlowCodeError(f"channel {getattr(channel, 'name', channel)!r} is not in "
-                                f"{self._run.definition.flow_type}'s PersistenceSchema")
-        return declared
+        definition = self._run.definition
+        return hs.declared(definition.channels, channel, definition.flow_type, "channel")
 
     def _publish_channel(self, channel: Any, instance: str | None, value: Any) -> None:
         if self._run.ended():
             raise self._run._refuse("Channel publish")
-        declared = self._declared(channel)
-        text = encode(from_jsonable(to_jsonable(value), declared.value_type))
-        self._run.effects.publishes.append((physical_name(declared.name, instance), text))
+        hs.publish(self._run.effects.publishes, self._declared(channel), instance, value)
 
     def _channel_size(self, channel: Any, instance: str | None) -> int:
         declared = self._declared(channel)
         return self._run.leased.queue_counts.get(physical_name(declared.name, instance), 0)
 
     def _channel_map_keys(self, channel: Any) -> list[str]:
-        declared = self._declared(channel)
-        prefix = declared.name + "/"
-        return sorted(unquote(q[len(prefix):]) for q, n in self._run.leased.queue_counts.items()
-                      if n and q.startswith(prefix))
+        return hs.map_instances(self._run.leased.queue_counts, self._declared(channel).name)
 
     def _channel_results(self, channel: Any, instance: str | None) -> list[Any]:
         declared = self._declared(channel)

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
+from dexcli.engine.handler_state import declared
 from dexcli.sdk.attributes import Attribute, AttributeMap, IndexType
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
@@ -43,11 +44,7 @@ class AttributeView:
         self.writes: dict[str, AttributeWrite] = {}
 
     def declared(self, attribute: Any) -> Any:
-        found = self.definition.attributes.get(getattr(attribute, "name", ""))
-        if found is None or type(found) is not type(attribute):
-            raise FlowCodeError(f"attribute {getattr(attribute, 'name', attribute)!r} is not in "
-                                f"{self.definition.flow_type}'s PersistenceSchema")
-        return found
+        return declared(self.definition.attributes, attribute, self.definition.flow_type, "attribute")
 
     def _check_loaded(self, name: str, key: str) -> None:
         if f"{name}/" not in self.loads and key not in self.loads:

@@ -33,6 +33,7 @@ from dexcli.sdk.errors import (
     ValueMappingError,
 )
 from dexcli.sdk.options import resolve_wait_options
+from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import AttemptOutcome, Method
 
 MAX_DETAIL = 1024
@@ -92,26 +93,31 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
         raise InvalidStepResultError(f"{run.spec.step_type}.execute returned {type(decision).__name__}, "
                                      "not a StepDecision")
     definition = run.definition
-    next_steps = []
     movements = decision.movements if decision.fallback is None else (decision.fallback,)
-    for m in movements:
-        spec = definition.resolve(m.step)
-        if spec is None:
-            name = m.step.__name__ if isinstance(m.step, type) else type(m.step).__name__
-            raise InvalidStepResultError(f"{run.spec.step_type} moved to {name}, which is not a registered step "
-                                         f"of {definition.flow_type}")
-        try:
-            input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
-        except ValueMappingError as exc:
-            raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
-        wait_opts = resolve_wait_options(m.options or spec.options()) if spec.has_wait_for else None
-        next_steps.append(NextStep(spec, input_json, definitions.options(definition, spec, m.options), wait_opts))
+    next_steps = [next_step(m, run.spec.step_type, definition, definitions) for m in movements]
     output = None
     if decision.has_output:
         encode(decision.output)
         output = to_jsonable(decision.output)
     return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason,
                     cancels=_cancels(run, decision), empty_channels=_channel_names(run, decision))
+
+
+def next_step(m: Any, moved_from: str, definition: FlowDefinition, definitions: Definitions) -> NextStep:
+    """A movement (from a step's decision or an RPC's result) as the step execution to create:
+    a registered step, its input encoded as its type, its options resolved."""
+    spec = definition.resolve(getattr(m, "step", None))
+    if spec is None:
+        target = getattr(m, "step", m)
+        name = target.__name__ if isinstance(target, type) else type(target).__name__
+        raise InvalidStepResultError(f"{moved_from} moved to {name}, which is not a registered step "
+                                     f"of {definition.flow_type}")
+    try:
+        input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
+    except ValueMappingError as exc:
+        raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
+    wait_opts = resolve_wait_options(m.options or spec.options()) if spec.has_wait_for else None
+    return NextStep(spec, input_json, definitions.options(definition, spec, m.options), wait_opts)
 
 
 def _cancels(run: AttemptRun, decision: StepDecision) -> tuple[frozenset[str], frozenset[str]]:

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dexcli.engine import handler_state as hs
 from dexcli.engine import waiting as w
 from dexcli.engine.attributes import AttributeView, apply_writes
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.outcome import error_identity
+from dexcli.engine.outcome import error_identity, next_step
 from dexcli.engine.transitions import NextStep, queue_step
 from dexcli.sdk.channels import ChannelMessage, physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
@@ -36,7 +37,7 @@ from dexcli.sdk.errors import (
     ValueMappingError,
     WorkerInvocationError,
 )
-from dexcli.sdk.options import load_keys, resolve_wait_options
+from dexcli.sdk.options import load_keys
 from dexcli.sdk.options import lock_keys as sdk_lock_keys
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.sdk.rpc import RPCInvokeOptions, RPCResult, RpcSpec
@@ -131,16 +132,10 @@ class RpcContext:
         raise FlowCodeError("RPC handlers cannot write to a Stream (a step can)")
 
     def _declared(self, channel: Any) -> Any:
-        declared = self.definition.channels.get(getattr(channel, "name", ""))
-        if declared is None or type(declared) is not type(channel):
-            raise FlowCodeError(f"channel {getattr(channel, 'name', channel)!r} is not in "
-                                f"{self.definition.flow_type}'s PersistenceSchema")
-        return declared
+        return hs.declared(self.definition.channels, channel, self.definition.flow_type, "channel")
 
     def _publish_channel(self, channel: Any, instance: str | None, value: Any) -> None:
-        declared = self._declared(channel)
-        text = encode(from_jsonable(to_jsonable(value), declared.value_type))
-        self.effects.publishes.append((physical_name(declared.name, instance), text))
+        hs.publish(self.effects.publishes, self._declared(channel), instance, value)
 
     def _delete_channel_message(self, channel: Any, instance: str | None, message_id: str) -> None:
         self._declared(channel)
@@ -150,10 +145,7 @@ class RpcContext:
         return self.snapshot.counts.get(physical_name(self._declared(channel).name, instance), 0)
 
     def _channel_map_keys(self, channel: Any) -> list[str]:
-        from urllib.parse import unquote
-
-        prefix = self._declared(channel).name + "/"
-        return sorted(unquote(q[len(prefix):]) for q, n in self.snapshot.counts.items() if n and q.startswith(prefix))
+        return hs.map_instances(self.snapshot.counts, self._declared(channel).name)
 
     def _pending_channel_messages(self, channel: Any, instance: str | None) -> list[ChannelMessage[Any]]:
         declared = self._declared(channel)
@@ -285,7 +277,7 @@ def plan(spec: RpcSpec, result: Any, definition: FlowDefinition, definitions: De
     try:
         output_json = to_jsonable(result.output)
         encode(output_json)
-        steps = tuple(_next_step(m, definition, definitions) for m in result.next_steps)
+        steps = tuple(next_step(m, f"RPC {spec.name}", definition, definitions) for m in result.next_steps)
         cancels = frozenset(_step_type(cls, definition) for cls in result.canceling_steps)
     except (InvalidStepResultError, ValueMappingError) as exc:
         raise _invocation_error(spec, exc) from exc
@@ -298,19 +290,6 @@ def _step_type(cls: Any, definition: FlowDefinition) -> str:
         raise InvalidStepResultError(f"{getattr(cls, '__name__', cls)} is not a registered step of "
                                      f"{definition.flow_type}")
     return spec.step_type
-
-
-def _next_step(m: Any, definition: FlowDefinition, definitions: Definitions) -> NextStep:
-    spec = definition.resolve(getattr(m, "step", None))
-    if spec is None:
-        raise InvalidStepResultError(f"next step {getattr(m, 'step', m)!r} is not a registered step of "
-                                     f"{definition.flow_type}")
-    try:
-        input_json = encode(from_jsonable(to_jsonable(m.input), spec.input_type))
-    except ValueMappingError as exc:
-        raise InvalidStepResultError(f"input for {spec.step_type}: {exc}") from None
-    wait_opts = resolve_wait_options(m.options or spec.options()) if spec.has_wait_for else None
-    return NextStep(spec, input_json, definitions.options(definition, spec, m.options), wait_opts)
 
 
 # ------------------------------------------------------------------------------ commit ------
