@@ -36,6 +36,7 @@ END_GLYPH = {
 BAR_STYLE = {"COMPLETED": "green", "RUNNING": "cyan", "CANCELED": "yellow", "INTERRUPTED": "yellow"}
 KEY = (("━", "attempt"), ("✓", "completed"), ("✗", "failed"), ("╳", "timed out / lost"),
        ("○", "interrupted / canceled"), ("▶", "running now"), ("·", "backoff"),
+       ("~", "waiting (WaitFor)"),
        ("♥", "last heartbeat (dex keeps the last one of each attempt)"),
        ("●", "Stream message"), ("E", "ExecuteMethodTimeout"), ("T", "TotalDuration"))
 
@@ -180,8 +181,8 @@ def _label(seid: str, label_w: int) -> str:
 
 
 def _times(a: dict[str, Any], now: float) -> tuple[float, float]:
-    t0 = parse_iso(a["startTime"]) or now
-    return t0, parse_iso(a["endTime"]) or now
+    t0, t1 = parse_iso(a["startTime"]), parse_iso(a["endTime"])
+    return (now if t0 is None else t0), (now if t1 is None else t1)
 
 
 def _step_rows(st: dict[str, Any], axis: Axis, label_w: int, streams: dict[str, list[dict[str, Any]]],
@@ -189,15 +190,20 @@ def _step_rows(st: dict[str, Any], axis: Axis, label_w: int, streams: dict[str, 
     bars, marks = Row(axis.cols), Row(axis.cols)
     seid = st["stepExecutionId"]
     prev_end: float | None = None
+    prev_method = None
     for a in st["attempts"]:
         t0, t1 = _times(a, axis.end)
-        if prev_end is not None:
-            bars.span(axis.col(prev_end), axis.col(t0), "·", "dim yellow", 1)
+        if prev_end is not None:  # a wait between wait_for and execute, else a backoff gap
+            waited = prev_method == "WAIT_FOR" and a.get("method") == "EXECUTE"
+            glyph, style = ("~", "dim cyan") if waited else ("·", "dim yellow")
+            bars.span(axis.col(prev_end), axis.col(t0), glyph, style, 1)
         bars.span(axis.col(t0), axis.col(t1), "━", BAR_STYLE.get(a["outcome"], "red"), 2)
         bars.put(axis.col(t1), *END_GLYPH.get(a["outcome"], ("?", "")), 3)
         if a["lastHeartbeatTime"]:
             marks.put(axis.col(parse_iso(a["lastHeartbeatTime"]) or t0), "♥", "magenta", 2)
-        prev_end = t1
+        prev_end, prev_method = t1, a.get("method")
+    if st["status"] == "WAITING" and prev_end is not None:
+        bars.span(axis.col(prev_end) + 1, axis.cols - 1, "~", "dim cyan", 1)
     if st["status"] == "BACKOFF" and prev_end is not None:
         nxt = parse_iso(st.get("nextAttemptTime")) or axis.end
         bars.span(axis.col(prev_end) + 1, axis.col(min(nxt, axis.end)), "·", "dim yellow", 1)

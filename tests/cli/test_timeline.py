@@ -138,3 +138,18 @@ def test_timeline_flag_misuse(cli, tmp_path):
     assert_error(cli("inspect", "t", "--svg", str(tmp_path / "x.svg")), 2, "--timeline")
     assert_error(cli("inspect", "t", "--json", "--timeline"), 2, "--json", "--timeline")
     assert_error(cli("inspect", "t", "--timeline", "--svg", str(tmp_path / "no" / "x.svg")), 2, "cannot write")
+
+
+def test_a_wait_is_drawn_as_waiting_not_as_backoff():
+    from flows.approval import ApprovalFlow, Request
+
+    with DexTestEnv(start=1000.0) as env:
+        flow = ApprovalFlow()
+        env.start(flow, Request("Laptop", expire_after_hours=1), "a")
+        env.drive(["a"], until=lambda: env.clock.now() >= 1600)  # it waits (its timer is an hour)
+        env.client.invoke_rpc(flow.approve, "a", "dana")
+        env.client.wait_for_flow("a")
+        lines = [ln.plain if hasattr(ln, "plain") else str(ln) for ln in timeline_lines(env.inspect("a"), 80, 0.0)]
+    row = next(ln for ln in lines if ln.startswith(" AwaitDecision-1"))
+    assert "~" in row and "·" not in row
+    assert any("~ waiting (WaitFor)" in ln for ln in lines)
