@@ -129,7 +129,28 @@ class _Driver:
                                     "a local worker has no target or pull registration")
 
 
-class Worker:
+class _Hosted:
+    """What Worker and AsyncWorker share: the SDK's constructor shape, the engine, and the
+    server-only members refused."""
+
+    def __init__(self, registry: Registry, blob_cache: object, options: object, db: str | Path | None,
+                 clock: Clock | None) -> None:
+        self.registry = registry
+        self.blob_cache = blob_cache
+        self.options = options
+        self._driver = _Driver(type(self).__name__, registry, options, db, clock)
+
+    @property
+    def engine(self) -> Engine:
+        return self._driver.engine
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _SERVER_ONLY:
+            raise self._driver.server_only(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class Worker(_Hosted):
     """Hosts a registry's synchronous flows on a local database: `Worker(registry, db="dex.db")`.
 
     `start()` blocks, driving every runnable flow, until `stop()` or `close()` (from another
@@ -143,19 +164,7 @@ class Worker:
         if refused:
             raise FlowDefinitionError([f"{where}: execute is async; use AsyncWorker for async handlers"
                                        for where in refused])
-        self.registry = registry
-        self.blob_cache = blob_cache
-        self.options = options
-        self._driver = _Driver("Worker", registry, options, db, clock)
-
-    @property
-    def engine(self) -> Engine:
-        return self._driver.engine
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _SERVER_ONLY:
-            raise self._driver.server_only(name)
-        raise AttributeError(f"'Worker' object has no attribute {name!r}")
+        super().__init__(registry, blob_cache, options, db, clock)
 
     def __enter__(self) -> Worker:
         return self
@@ -190,7 +199,7 @@ class Worker:
             self._driver.closed()
 
 
-class AsyncWorker:
+class AsyncWorker(_Hosted):
     """Hosts a registry's flows, async handlers included, on a local database:
     `AsyncWorker(registry, db="dex.db")`. `await start()` drives every runnable flow until
     `await stop()` / `await close()`; the drive runs on its own loop in a thread, so awaiting
@@ -198,19 +207,7 @@ class AsyncWorker:
 
     def __init__(self, registry: Registry, blob_cache: object = None, options: object = None, *,
                  db: str | Path | None = None, clock: Clock | None = None) -> None:
-        self.registry = registry
-        self.blob_cache = blob_cache
-        self.options = options
-        self._driver = _Driver("AsyncWorker", registry, options, db, clock)
-
-    @property
-    def engine(self) -> Engine:
-        return self._driver.engine
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _SERVER_ONLY:
-            raise self._driver.server_only(name)
-        raise AttributeError(f"'AsyncWorker' object has no attribute {name!r}")
+        super().__init__(registry, blob_cache, options, db, clock)
 
     async def __aenter__(self) -> AsyncWorker:
         return self
