@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from dexcli.cli.app import open_store, time_app
-from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
+from dexcli.cli.errors import ConflictError, UsageError
+from dexcli.cli.shared import flow_or_not_found
 
 if TYPE_CHECKING:
     from dexcli.store import Store
@@ -54,9 +55,7 @@ def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: s
     if all_running:
         return store.running_flow_ids()
     for fid in flow_ids:
-        flow = store.get_flow(fid)
-        if flow is None:
-            raise NotFoundError(f"no flow with id {fid!r}")
+        flow = flow_or_not_found(store, fid)
         if verb == "skip" and not flow.is_running:
             raise ConflictError(f"flow {fid} is already {flow.status.value}: its clock no longer runs")
     return list(flow_ids)

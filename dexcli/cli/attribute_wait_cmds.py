@@ -17,7 +17,8 @@ import typer
 
 from dexcli.cli.app import open_store
 from dexcli.cli.completion import complete_flow_id
-from dexcli.cli.errors import CliError, ConflictError, NotFoundError, UsageError
+from dexcli.cli.errors import CliError, ConflictError, UsageError
+from dexcli.cli.shared import flow_or_not_found
 
 POLL_SECONDS = 0.1
 
@@ -55,9 +56,7 @@ def wait(
     deadline = time.monotonic() + seconds if seconds else None
     store = open_store(must_exist=True)
     while True:
-        flow = store.get_flow(flow_id)  # read before the value: a flow that ended had its last say
-        if flow is None:
-            raise NotFoundError(f"no flow with id {flow_id!r}")
+        flow = flow_or_not_found(store, flow_id)  # read before the value: a flow that ended had its last say
         text = attribute_value(store, flow_id, key)
         value = None if text is None else json.loads(text)
         if text is not None and same(value, expected):

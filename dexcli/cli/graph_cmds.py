@@ -136,16 +136,13 @@ def lint_text(reports: list[LintReport]) -> str:
 def run_lint_report(flow_id: str) -> RunLintReport:
     """`dex lint --flow-id`: the run's step executions and persisted Waits, checked. The flow's
     definition (loaded from the reference stored with the run, when it still loads) gives file:line."""
-    from dexcli.cli.errors import NotFoundError
     from dexcli.cli.loader import load_ref
-    from dexcli.cli.shared import open_store
+    from dexcli.cli.shared import flow_or_not_found, open_store
     from dexcli.graph.run_lint import lint_run
 
     store = open_store(must_exist=True)
     try:
-        record = store.get_flow(flow_id)
-        if record is None:
-            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        record = flow_or_not_found(store, flow_id)
         steps = store.steps_of(flow_id)
     finally:
         store.close()

@@ -13,7 +13,8 @@ import typer
 
 from dexcli.cli.app import open_store, out_console, store_now
 from dexcli.cli.completion import complete_flow_id
-from dexcli.cli.errors import NotFoundError, UsageError
+from dexcli.cli.errors import UsageError
+from dexcli.cli.shared import flow_or_not_found
 
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord
@@ -188,8 +189,8 @@ def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (defa
     from dexcli.engine.doctor import check
 
     store = open_store(must_exist=True)
-    if flow_id is not None and store.get_flow(flow_id) is None:
-        raise NotFoundError(f"no flow with id {flow_id!r}")
+    if flow_id is not None:
+        flow_or_not_found(store, flow_id)
     problems, checked = check(store, flow_id)
     for p in problems:
         print(p)

@@ -16,7 +16,8 @@ import typer
 
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
 from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
-from dexcli.cli.errors import ConflictError, NotFoundError, UsageError
+from dexcli.cli.errors import ConflictError, UsageError
+from dexcli.cli.shared import flow_or_not_found
 from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
 
 if TYPE_CHECKING:
@@ -193,9 +194,7 @@ def resume(
 
     store = open_store(must_exist=True)
     try:
-        row = store.get_flow(flow_id)
-        if row is None:
-            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        row = flow_or_not_found(store, flow_id)
         if not row.is_running:
             _show_ended(store, flow_id, json_out)
             raise typer.Exit(exit_code_for(row.status.value))
@@ -250,9 +249,7 @@ def watch(
 
     store = open_store(must_exist=True)
     try:
-        row = store.get_flow(flow_id)
-        if row is None:
-            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        row = flow_or_not_found(store, flow_id)
         hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
         code = watch_flow(out_console(), store, flow_id, mode=view_mode(json_out), hints=hints)
     finally:
@@ -274,8 +271,7 @@ def stop(
         raise UsageError("--type must be cancel, terminate or fail")
     store = open_store(must_exist=True)
     try:
-        if store.get_flow(flow_id) is None:
-            raise NotFoundError(f"no flow with id {flow_id!r}")
+        flow_or_not_found(store, flow_id)
         try:
             build_engine(store, time_skip=False).stop_flow(flow_id, kinds[type_.lower()], reason)
         except FlowNotActiveOrNotFoundError as exc:

@@ -21,7 +21,7 @@ from dexcli.sdk.errors import DexError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from dexcli.store import Store
+    from dexcli.store import FlowRecord, Store
 
 
 class State:
@@ -93,6 +93,14 @@ def open_store(must_exist: bool = False) -> Store:
     if must_exist and not path.exists():
         raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
     return Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
+
+
+def flow_or_not_found(store: Store, flow_id: str) -> FlowRecord:
+    """The flow's row, or the one not-found error every command gives (exit 3)."""
+    flow = store.get_flow(flow_id)
+    if flow is None:
+        raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+    return flow
 
 
 def store_now(store: Store, flow_id: str | None = None) -> float:

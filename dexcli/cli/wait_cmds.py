@@ -15,7 +15,8 @@ import typer
 
 from dexcli.cli.app import open_store
 from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
-from dexcli.cli.errors import NotFoundError, UsageError
+from dexcli.cli.errors import UsageError
+from dexcli.cli.shared import flow_or_not_found
 
 if TYPE_CHECKING:
     from dexcli.store import Store
@@ -39,9 +40,7 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     from dexcli.sdk.codec import to_jsonable
     from dexcli.sdk.errors import WorkerInvocationError
 
-    row = store.get_flow(flow_id)
-    if row is None:
-        raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+    row = flow_or_not_found(store, flow_id)
     engine = build_engine(store, time_skip=False)
     definition = engine.definitions.get(row.flow_type, row.flow_ref)
     spec = definition.rpcs.get(name)
@@ -116,8 +115,7 @@ def skip_timer(
         raise UsageError(f"--condition-id: {exc}") from None
     store = open_store(must_exist=True)
     try:
-        if store.get_flow(flow_id) is None:
-            raise NotFoundError(f"no flow with id {flow_id!r} in {store.path}")
+        flow_or_not_found(store, flow_id)
         Client(engine=build_engine(store, time_skip=False)).skip_timer(flow_id, seid, timer)
     finally:
         store.close()
