@@ -130,6 +130,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         for fid in ids:  # job properties are set before the flows start (not timed)
             jobs.configure_job(fid, duration_seconds=duration)
     client = AsyncClient(engine=engine)
+    engine.definitions.prepare()  # what a worker does at start-up (dexcli.Worker)
     tune_gc()  # what `dex worker` does for a process that runs many flows
     rss_before = peak_rss_mib()
     cpu0, commits0 = cpu_seconds(), engine.store.commits

@@ -56,6 +56,7 @@ class _Driver:
         self.what = what
         store = Store(db)
         self.engine = Engine(store, clock or Clock(), registry)
+        self.engine.definitions.prepare()  # at start-up, not in the first flows' latency
         self.state = "created"
         self._started = False
         self._lock = threading.Lock()

@@ -189,6 +189,7 @@ class Engine:
         stopped mid-attempt) is then treated like a crashed process's — declared lost once its
         heartbeat deadline passes, and retried.
         """
+        self.definitions.prepare()
         token = use_host(self.host)
         self._stopped = []
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dexcli.engine.timeout_step import TIMEOUT_STEP, timeout_handler_spec
+from dexcli.sdk.codec import adapter
 from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError, NotSupportedYetError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.options import ResolvedOptions, StepDurability, StepOptions, resolve_options
@@ -31,6 +32,16 @@ class Definitions:
         self.loader = loader
         self.unloadable: dict[str, str] = {}  # flow id -> why its code cannot be loaded
         self._options: dict[tuple[str, Any], ResolvedOptions] = {}
+        self._prepared: set[str] = set()
+
+    def prepare(self) -> None:
+        """Build what decoding the registered flows' values needs (pydantic, and a validator
+        per step input and channel value type) now: a worker pays for it at start-up, not in
+        its first flows' latency. Cheap when nothing new was registered."""
+        for definition in self.registry:
+            if definition.flow_type not in self._prepared:
+                self._prepared.add(definition.flow_type)
+                _prepare(definition)
 
     def get(self, flow_type: str, flow_ref: str | None) -> FlowDefinition:
         d = self.registry.get(flow_type)
@@ -38,6 +49,7 @@ class Definitions:
             return d
         if flow_ref and self.loader is not None:
             d = self.registry.add(self.loader(flow_ref))
+            self.prepare()
             if d.flow_type != flow_type:
                 raise FlowDefinitionError(f"{flow_ref} now defines {d.flow_type}, not {flow_type}")
             return d
@@ -90,6 +102,17 @@ class Definitions:
             return resolve_options(opts, where, failure, failure_opts)
         except ValueError as exc:
             raise InvalidStepResultError(str(exc)) from None
+
+
+def _prepare(definition: FlowDefinition) -> None:
+    types = [spec.input_type for spec in definition.steps.values()]
+    types += [getattr(channel, "value_type", None) for channel in definition.channels.values()]
+    for tp in types:
+        if tp is not None and tp is not Any:
+            try:
+                adapter(tp)
+            except Exception:  # noqa: BLE001 - a type pydantic cannot take fails where it is used, as before
+                continue
 
 
 def _identity(opts: StepOptions | None) -> Any:

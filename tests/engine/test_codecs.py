@@ -178,3 +178,29 @@ def test_a_value_the_codec_refuses_fails_the_start_with_a_mapping_error(tmp_path
     with Client(Registry([Pricing()], CodecRegistry({Money: strict})), db=tmp_path / "dex.db",
                 clock=Clock.virtual()) as client, pytest.raises(ValueMappingError, match="Money"):
         client.start_flow(Pricing(), "p1", {"cents": "many"})
+
+
+@dataclass(frozen=True)
+class Parcel:
+    weight: int
+
+
+class Weigh(Step[Parcel]):
+    def execute(self, context: Context, input: Parcel) -> StepDecision:
+        return graceful_complete(input.weight)
+
+
+class ParcelFlow(Flow[Parcel]):
+    def get_steps(self) -> StepList[Parcel]:
+        return StepList(Weigh())
+
+
+def test_a_worker_builds_its_steps_validators_at_start_up_not_in_the_first_attempt(tmp_path: Path) -> None:
+    from dexcli import Worker
+
+    codec_module._adapter.cache_clear()
+    with Worker(Registry([ParcelFlow()]), db=tmp_path / "w.db"):
+        misses = codec_module._adapter.cache_info().misses
+        assert misses >= 1
+        codec_module.adapter(Parcel)  # what the first attempt of Weigh decodes its input with
+        assert codec_module._adapter.cache_info().misses == misses
