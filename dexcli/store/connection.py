@@ -31,7 +31,7 @@ from dexcli.store.errors import (
     StoreError,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -306,6 +306,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN start_delay REAL",
         "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
+    3: (),  # 4 adds partial indexes for the scheduler (schema.sql creates them)
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from dexcli.store.clocks import rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DatabaseConditionError
+from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
 from dexcli.store.records import (
     ATTEMPT_COLUMNS,
     FLOW_COLUMNS,
@@ -112,7 +113,7 @@ class Store:
 
     def flow_offsets(self, flow_ids: list[str] | None) -> dict[str, float]:
         """The running flows' clock offsets (those not zero), of these flows or of all."""
-        sql, args = "SELECT flow_id, clock_offset FROM flows WHERE status = 'RUNNING' AND clock_offset != 0", []
+        sql, args = f"SELECT flow_id, clock_offset FROM flows WHERE {FLOWS_WITH_OFFSET}", []
         if flow_ids is not None:
             sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
@@ -201,16 +202,15 @@ class Store:
         if flow_ids is not None:
             cond = f" AND s.flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
+        running = foreign_running(
+            "SELECT 1, s.lease_owner, MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset "
+            "FROM steps s JOIN flows f USING (flow_id) WHERE ", cond)
         rows = self._rows(
             "SELECT 0, NULL, MIN(s.next_attempt_at - f.clock_offset) FROM steps s JOIN flows f USING (flow_id) "
-            f"WHERE s.status IN ('QUEUED','BACKOFF','WAITING'){cond} "
-            "UNION ALL SELECT 1, s.lease_owner, "
-            "MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset "
-            "FROM steps s JOIN flows f USING (flow_id) "
-            f"WHERE s.status = 'RUNNING' AND (s.lease_owner IS NULL OR s.lease_owner != ?){cond} "
+            f"WHERE {STEPS_DUE}{cond} UNION ALL {running} "
             "UNION ALL SELECT 0, NULL, MIN(f.timeout_at - f.clock_offset) FROM flows f "  # flow timeouts
-            f"WHERE f.status = 'RUNNING' AND f.timeout_at IS NOT NULL{cond.replace('s.flow_id', 'f.flow_id')}",
-            (*args, owner, *args, *args))
+            f"WHERE {FLOWS_WITH_TIMEOUT}{cond.replace('s.flow_id', 'f.flow_id')}",
+            (*args, *[*(owner, *args)] * 3, *args))
         due = min((t for k, _, t in rows if k == 0 and t is not None), default=None)
         return Schedule(due, tuple((o, t) for k, o, t in rows if k == 1))
 

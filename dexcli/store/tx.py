@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from dexcli.store.connection import scalar
+from dexcli.store.indexed import STEPS_DUE, foreign_running
 from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
@@ -188,7 +189,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
         sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset "
                "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               "WHERE s.status IN ('QUEUED','BACKOFF','WAITING') AND s.next_attempt_at - f.clock_offset <= ?")
+               f"WHERE {STEPS_DUE} AND s.next_attempt_at - f.clock_offset <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
             sql += f" AND s.flow_id IN {_in(flow_ids)}"
@@ -204,13 +205,14 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         if flow_ids == []:
             return []
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
-        sql = (f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               "WHERE s.status = 'RUNNING' AND (s.lease_owner IS NULL OR s.lease_owner != ?) "
-               "AND MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset <= ?")
-        args: list[Any] = [owner, now]
+        cond = " AND MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset <= ?"
+        args: list[Any] = [now]
         if flow_ids is not None:
-            sql += f" AND s.flow_id IN {_in(flow_ids)}"
+            cond += f" AND s.flow_id IN {_in(flow_ids)}"
             args += flow_ids
+        sql = foreign_running(f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+                              "WHERE ", cond)
+        args = [owner, *args] * 3
         return [(step_record(r[:-1]), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------

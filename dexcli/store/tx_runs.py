@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from dexcli.store.indexed import FLOWS_WITH_TIMEOUT
 from dexcli.store.records import FLOW_COLUMNS
 
 ARCHIVE_SEPARATOR = "$"
@@ -54,12 +55,13 @@ class RunStatements:
         its clock offset (its timeout is on its own clock)."""
         if flow_ids == []:
             return []
-        sql = "SELECT flow_id, clock_offset FROM flows WHERE status = 'RUNNING' AND timeout_at - clock_offset <= ?"
+        sql = (f"SELECT f.flow_id, f.clock_offset FROM flows f WHERE {FLOWS_WITH_TIMEOUT} "
+               "AND f.timeout_at - f.clock_offset <= ?")
         args: list[Any] = [now]
         if flow_ids is not None:
-            sql += f" AND flow_id IN ({','.join('?' for _ in flow_ids)})"
+            sql += f" AND f.flow_id IN ({','.join('?' for _ in flow_ids)})"
             args += flow_ids
-        return [(r[0], float(r[1])) for r in self.c.execute(sql + " ORDER BY timeout_at", args).fetchall()]
+        return [(r[0], float(r[1])) for r in self.c.execute(sql + " ORDER BY f.timeout_at", args).fetchall()]
 
     def take_flow_timeout(self, flow_id: str) -> bool:
         """The timeout of a running flow fires once: clear it. False when it already had."""

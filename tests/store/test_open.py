@@ -3,6 +3,7 @@ version understands is refused with StoreError, and left as it was."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -145,7 +146,40 @@ def test_a_version_2_database_gets_the_start_option_columns_and_keeps_its_flows(
     assert (flow.timeout, flow.timeout_policy, flow.timeout_at, flow.start_delay, flow.id_reuse_policy) == \
         (None, None, None, None, None)
     assert sched.due is None  # no timeout: nothing is due
-    assert raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)] == [(3,)]
+    assert raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)] == [(4,)]
     flow_columns = {r[1] for r in raw(path, "PRAGMA table_info(flows)")}
     assert {"timeout", "timeout_policy", "timeout_at", "timeout_handler_options", "start_delay",
             "id_reuse_policy"} <= flow_columns
+
+
+def _plan(store: Store, sql: str, args: tuple[object, ...]) -> str:
+    rows = store.read(lambda tx: tx.c.execute("EXPLAIN QUERY PLAN " + sql, args).fetchall())
+    return " ".join(str(r[-1]) for r in rows)
+
+
+def test_a_version_3_database_gets_the_scheduler_indexes_and_the_schedule_reads_through_them(tmp_path: Path) -> None:
+    """Version 3 -> 4 adds partial indexes so that a scheduler pass reads what is open, not
+    every step a long-lived database holds; each of its queries must name them to use them."""
+    path = tmp_path / "v3.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((Path(__file__).parent / "schema_v3.sql").read_text())
+    conn.execute("PRAGMA application_id = 3559")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    traced: list[str] = []
+    store.read(lambda tx: tx.c.set_trace_callback(traced.append))
+    store.schedule(None, "me")
+    store.read(lambda tx: tx.runnable_steps(1e12, None, 10))
+    store.read(lambda tx: tx.expired_foreign_attempts(1e12, "me", None))
+    store.read(lambda tx: tx.due_flow_timeouts(1e12, None))
+    store.flow_offsets(None)
+    store.read(lambda tx: tx.c.set_trace_callback(None))
+    assert raw(path, "PRAGMA user_version") == [(4,)]
+    plans = " ".join(_plan(store, sql, ()) for sql in traced)
+    store.close()
+    for index in ("steps_open", "steps_running", "flows_timeouts", "flows_offsets"):
+        assert f"USING INDEX {index}" in plans or f"USING COVERING INDEX {index}" in plans, (index, plans)
+    scans = re.findall(r"SCAN (\w+)( USING)?", plans)
+    assert all(using for _, using in scans), plans  # no table scans, only (partial) index reads

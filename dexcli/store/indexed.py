@@ -1,0 +1,23 @@
+"""WHERE terms that let the scheduler's reads use the partial indexes of schema.sql.
+
+SQLite uses a partial index only when the query's WHERE contains the index's own WHERE term,
+so these queries spell it out. With them a scheduler pass reads what is open (queued, due,
+running elsewhere, with a timeout or an offset), not every step a long-lived database holds.
+"""
+
+from __future__ import annotations
+
+# steps_open: queued, backing off or waiting steps, by (status, next_attempt_at)
+STEPS_DUE = "s.status IN ('QUEUED', 'BACKOFF', 'RUNNING', 'WAITING') AND s.status IN ('QUEUED','BACKOFF','WAITING')"
+# flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
+FLOWS_WITH_TIMEOUT = "f.timeout_at IS NOT NULL AND +f.status = 'RUNNING'"
+FLOWS_WITH_OFFSET = "clock_offset != 0 AND +status = 'RUNNING'"
+
+
+def foreign_running(select: str, cond: str = "") -> str:
+    """`select` (a SELECT … FROM steps s … WHERE ) over the RUNNING steps whose lease owner is
+    not the `?` bound first in each part — three parts (below, above, none) so that each
+    is a range of steps_running, not a scan of this process's own attempts. Bind the owner
+    and `cond`'s arguments once per part."""
+    parts = ("s.lease_owner < ?", "s.lease_owner > ?", "s.lease_owner IS NULL AND ? IS NOT NULL")
+    return " UNION ALL ".join(f"{select}s.status = 'RUNNING' AND {p}{cond}" for p in parts)
