@@ -39,7 +39,7 @@ def throughput(db: str, n: int) -> dict[str, Any]:
 
     async def go(batch: list[str], offset: int) -> None:
         for i, fid in enumerate(batch):
-            engine.start_flow(flow, fid, offset + i)
+            engine.start_flow(flow, fid, offset + i, lease=True)  # as `dex run`: the first attempt leased at start
             await engine.run([fid], until_idle=True)
 
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages

@@ -159,8 +159,8 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
            plugin: FlowPlugin | None, given: dict[str, Any], definition: FlowDefinition,
            options: StartFlowOptions) -> str:
     """Check the flow id, let the flow's plugin set things up, start the flow. Returns its id."""
-    from dexcli.engine.core import new_flow_id
     from dexcli.engine.id_reuse import allows
+    from dexcli.engine.start_request import new_flow_id
 
     fid = flow_id or new_flow_id(definition.flow_type)
     existing = engine.store.get_flow(fid)
@@ -175,7 +175,8 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
         host = StoreHost(engine.store, engine.clock)
         plugin.before_start(RunContext(fid, host, options_of(plugin, given)))
     try:
-        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options)
+        # this process drives the flow next: its first attempt is leased in the start's transaction
+        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=True)
     except ValueError as exc:  # a start option the SDK refuses (a HANDLER policy without handle_timeout, ...)
         raise UsageError(str(exc)) from None
     return fid

@@ -26,26 +26,25 @@ import json
 import logging
 import os
 import socket
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
 from dexcli.engine.attempt import AttemptRun, invoke
-from dexcli.engine.attributes import initial_attributes
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions, Loader
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
-from dexcli.engine.flow_timeout import fire_due, start_settings
+from dexcli.engine.flow_timeout import fire_due
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import WaitResult, judge
 from dexcli.engine.schedule import Scheduler
+from dexcli.engine.start_request import start_request
 from dexcli.host import reset_host, use_host
-from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
-from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, ValueMappingError
+from dexcli.sdk.codec import from_jsonable
+from dexcli.sdk.errors import AttemptFencedError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import StartFlowOptions
@@ -53,16 +52,6 @@ from dexcli.store import FlowState, StepState, Store
 
 log = logging.getLogger("dexcli.engine")
 R = TypeVar("R")
-
-
-def new_flow_id(flow_type: str) -> str:
-    """The id a flow gets when none is given: `polling-3f9a1c` for PollingFlow."""
-    base = flow_type.lower().removesuffix("flow") or "flow"
-    return f"{base}-{uuid.uuid4().hex[:6]}"
-
-
-class InvalidFlowIdError(ValueMappingError):
-    """A flow id dex cannot store (empty, or with '/', '$' or ':')."""
 
 
 class Engine:
@@ -122,13 +111,18 @@ class Engine:
     # ------------------------------------------------------------------ start ------------
     def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                    flow_ref: str | None = None, request_id: str | None = None,
-                   ignore_already_started: bool = False, options: StartFlowOptions | None = None) -> str:
+                   ignore_already_started: bool = False, options: StartFlowOptions | None = None,
+                   lease: bool = False) -> str:
         """Create the run and queue its start step (one transaction). Returns the run id.
         `options` (timeout, start delay, id reuse; its request id and ignore_already_started
-        replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them."""
-        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
+        replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them. `lease`
+        (outside run(): the caller drives the flow next) leases the first attempt to the next
+        run() in the same transaction; it starts there without a claim (see Scheduler.reserve)."""
+        req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
+                            options)
+        owner = self.scheduler.reserve() if lease else None
         with self.store.tx() as tx:
-            started = t.start(tx, req, self.now(req.flow_id))
+            started = t.start(tx, req, self.now(req.flow_id), owner)
         self._after_start(req, started)
         return started.run_id
 
@@ -140,7 +134,8 @@ class Engine:
         share one transaction (group commit); each returns once committed. While this engine
         runs every flow (a worker), the start step's first attempt is leased to it in that
         transaction and starts at once."""
-        req = self._start_request(flow, flow_id, input, flow_ref, request_id, ignore_already_started, options)
+        req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
+                            options)
         owner = self.owner if self.scheduler.drives(req.flow_id) else None
         started = await self.commits.submit(Unit(
             lambda tx: t.start(tx, req, self.now(req.flow_id), owner), lambda s: self._after_start(req, s)))
@@ -150,32 +145,13 @@ class Engine:
         if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run
             self._after_close(req.flow_id, started.terminated)
         if started.created:
+            self.scheduler.closed(req.flow_id, reopened=True)
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
-        if started.leased is not None:
+        if started.leased is not None and self.scheduler.running:
             self.start_attempt(started.leased, self.now(req.flow_id))
+        elif started.leased is not None:  # start_flow(lease=True): the next run() starts it
+            self.scheduler.hold(started.leased, bool(req.settings.timeout))
         self.wake()
-
-    def _start_request(self, flow: Flow[Any], flow_id: str | None, input: Any, flow_ref: str | None,
-                       request_id: str | None, ignore_already_started: bool,
-                       options: StartFlowOptions | None = None) -> t.StartRequest:
-        """Everything about a start that needs no database: checks, input, options."""
-        definition = self.registry.definition_of(flow)
-        start = definition.start_step
-        if start is None:
-            raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
-        flow_id = new_flow_id(definition.flow_type) if flow_id is None else flow_id
-        if not flow_id or any(c in flow_id for c in "/$:"):
-            raise InvalidFlowIdError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
-        try:
-            input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
-        except ValueMappingError as exc:
-            raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
-        nxt = t.NextStep(start, input_json, self.definitions.options(definition, start))
-        if options is None:
-            return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
-        settings = start_settings(options, definition, self.definitions)
-        return t.StartRequest(definition, nxt, flow_id, flow_ref, options.request_id,
-                              options.ignore_already_started, settings, initial_attributes(definition, options))
 
     # ------------------------------------------------------------------ driving ----------
     async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
@@ -187,7 +163,8 @@ class Engine:
 
         Each call leases under a new owner id: an attempt a previous call left running (it was
         stopped mid-attempt) is then treated like a crashed process's — declared lost once its
-        heartbeat deadline passes, and retried.
+        heartbeat deadline passes, and retried. (Its owner id is fixed before it starts when a
+        `start_flow(lease=True)` leased a first attempt to it; this call starts that attempt.)
         """
         self.definitions.prepare()
         token = use_host(self.host)
@@ -460,6 +437,7 @@ class Engine:
 
     def _after_close(self, flow_id: str, closed: t.Closed) -> None:
         self.stats["flows_closed"] += 1
+        self.scheduler.closed(flow_id)
         for key in list(self._by_flow.get(flow_id, ())):
             run = self.runs.get(key)
             if run is not None:
@@ -473,14 +451,14 @@ class Engine:
     def release_interrupted(self) -> int:
         """After run() was interrupted (Ctrl-C, SIGTERM, a closed output): end the attempts it
         was running as INTERRUPTED and make their steps runnable at once, so a resume need not
-        wait for their heartbeat deadlines. Returns how many were released."""
+        wait for their heartbeat deadlines (also those leased at start for a run() that never
+        came). Returns how many were released."""
         stopped, self._stopped = self._stopped, []
+        held = self.scheduler.release_held()
         if not stopped:
-            return 0
+            return held
         with self.store.tx() as tx:
-            released = sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped)
-        return released
-
+            return held + sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped)
 
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
         with self.store.tx() as tx:

@@ -9,6 +9,11 @@ skipping added), and its stored times are on that clock. The schedule is read in
 (the store subtracts each flow's offset), so one process's skip never makes another flow due.
 When this engine's time-skip clock jumps, the flows it drives are skipped by the same amount;
 a process driving one flow keeps its clock equal to that flow's, `dex time skip` included.
+
+A start made outside run() may lease its first attempt to the next run() (`reserve`, `hold`:
+`Engine.start_flow(lease=True)`, what `dex run` does). That run() takes the owner the lease was
+made for and starts the attempt at once, without a claim; when it drives only such new flows,
+its first pass reads nothing either (a new flow has offset 0, nothing queued, no other owner).
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
 from dexcli.engine.deadlines import owner_alive
 from dexcli.engine.definitions import FlowNotRegisteredError
+from dexcli.engine.transitions import AttemptKey, Leased, release
 from dexcli.store import Schedule
 
 if TYPE_CHECKING:
@@ -28,6 +35,19 @@ if TYPE_CHECKING:
 
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
 CLAIM_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A start's first attempt, leased in the start's transaction for the next run()."""
+
+    leased: Leased
+    timed: bool  # the flow has a timeout: the first pass must read when it fires
+
+    @property
+    def key(self) -> AttemptKey:
+        step = self.leased.step
+        return AttemptKey(step.flow_id, step.step_execution_id, step.attempt, step.lease_owner or "")
 
 
 class Scheduler:
@@ -43,6 +63,9 @@ class Scheduler:
         self._has_stop = False  # run() was given a stop condition (checked on every change)
         self._next_offset_read = 0.0  # real monotonic time of the next look at the flows' offsets
         self._ids: list[str] | None = None  # the flows looked at this pass (None: all)
+        self._reserved: str | None = None  # the owner the next run() takes (a start leased to it)
+        self._held: dict[str, Held] = {}  # flow id -> its first attempt, leased for the next run()
+        self._closed: set[str] = set()  # flows run() drives that closed here during it
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -56,6 +79,42 @@ class Scheduler:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def reserve(self) -> str | None:
+        """The owner a start made outside run() leases its first attempt to: the one the next
+        run() takes (None while run() is going on: such a start leases nothing)."""
+        if self._driving is not None:
+            return None
+        if self._reserved is None:  # attempts still in memory keep the current owner (see loop)
+            self._reserved = self.owner if self.engine.runs else self._new_owner()
+        return self._reserved
+
+    def hold(self, leased: Leased, timed: bool) -> None:
+        """A start leased its first attempt to the next run(), which starts it."""
+        self._held[leased.step.flow_id] = Held(leased, timed)
+
+    def release_held(self) -> int:
+        """Give back the leases held for a run() that will not come (the process stops): each
+        attempt ends INTERRUPTED and its step is runnable at once. Returns how many."""
+        held, self._held = list(self._held.values()), {}
+        if not held:
+            return 0
+        engine = self.engine
+        with engine.store.tx() as tx:
+            return sum(release(tx, h.key, engine.now(h.key.flow_id)) for h in held)
+
+    def closed(self, flow_id: str, *, reopened: bool = False) -> None:
+        """A flow closed in this process (its close committed here); `reopened`: a new run of
+        it started here (after id reuse), so it has work again."""
+        if reopened:
+            self._closed.discard(flow_id)
+        elif self._driving is not None and flow_id in self._driving:
+            self._closed.add(flow_id)
+
+    @property
+    def running(self) -> bool:
+        """Whether run() is going on."""
+        return self._driving is not None
 
     def drives(self, flow_id: str) -> bool:
         """Whether run() is driving this flow now (so this process may lease its next steps)."""
@@ -74,21 +133,27 @@ class Scheduler:
     async def loop(self, flow_ids: list[str] | None, until_idle: bool, stop: Callable[[], bool] | None,
                    stop_poll: float | None) -> None:
         engine = self.engine
+        reserved, self._reserved = self._reserved, None
         if not engine.runs:
-            self.owner = self._new_owner()
+            self.owner = reserved or self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
         self._has_stop = stop is not None
         self._next_offset_read = 0.0
+        self._closed = set()
         clock = engine.clock
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
         try:
+            first = self._start_held(flow_ids)
             while True:
+                if until_idle and not engine.runs and flow_ids and self._closed.issuperset(flow_ids):
+                    break  # they closed here: nothing of them can be queued or running any more
                 ids = self._ids = self._scope(flow_ids)
                 if flow_ids is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
                     raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
-                sched = self._pass(ids)
+                sched = first if first is not None else self._pass(ids)
+                first = None
                 if stop is not None and stop():
                     break
                 if until_idle and not engine.runs and sched.due is None and not sched.foreign:
@@ -101,6 +166,30 @@ class Scheduler:
             self._all, self._driving = False, None
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
+
+    def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
+        """Start the attempts starts leased to this run() (no claim); give back those of flows
+        it does not drive. Returns the first pass's schedule when it would read only about these
+        new flows (their offset is 0, nothing else of them is queued, no other process holds
+        them), so the pass is skipped; None: pass as usual."""
+        if not self._held:
+            return None
+        engine, clock = self.engine, self.engine.clock
+        mine = {f: h for f, h in self._held.items() if self.drives(f) and h.leased.step.lease_owner == self.owner}
+        for f in mine:
+            del self._held[f]
+        if self._held:
+            self.release_held()
+        for f, h in mine.items():
+            engine.offsets.pop(f, None)
+            engine.start_attempt(h.leased, h.leased.step.attempt_started_at or engine.now(f))
+        if (flow_ids is None or set(flow_ids) != set(mine) or engine.unloadable
+                or any(h.timed for h in mine.values())):
+            return None
+        self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS
+        if len(mine) == 1 and clock.follow_real:
+            clock.set_offset(0.0)
+        return Schedule(None, ())
 
     def _skipped(self, seconds: float) -> None:
         """This engine's clock jumped: so do the clocks of the flows it drives."""

@@ -250,7 +250,7 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
 
     from dexcli import AsyncClient
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.core import InvalidFlowIdError
+    from dexcli.engine.start_request import InvalidFlowIdError
 
     client = AsyncClient(engine=env.engine)
     outcome: list = []

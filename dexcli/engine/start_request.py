@@ -1,0 +1,51 @@
+"""What a flow's start needs before any database work: the flow id (given or generated), the
+start step's input checked against its type, the step's resolved options and the start options
+(StartFlowOptions as dexcli.engine.flow_timeout and the initial attributes apply them)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from dexcli.engine import transitions as t
+from dexcli.engine.attributes import initial_attributes
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.flow_timeout import start_settings
+from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
+from dexcli.sdk.errors import FlowDefinitionError, ValueMappingError
+from dexcli.sdk.flow import Flow
+from dexcli.sdk.results import StartFlowOptions
+
+
+def new_flow_id(flow_type: str) -> str:
+    """The id a flow gets when none is given: `polling-3f9a1c` for PollingFlow."""
+    base = flow_type.lower().removesuffix("flow") or "flow"
+    return f"{base}-{uuid.uuid4().hex[:6]}"
+
+
+class InvalidFlowIdError(ValueMappingError):
+    """A flow id dex cannot store (empty, or with '/', '$' or ':')."""
+
+
+def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
+                  flow_ref: str | None, request_id: str | None, ignore_already_started: bool,
+                  options: StartFlowOptions | None = None) -> t.StartRequest:
+    """Everything about a start that needs no database: checks, input, options (its request id
+    and ignore_already_started replace the arguments')."""
+    definition = definitions.registry.definition_of(flow)
+    start = definition.start_step
+    if start is None:
+        raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
+    flow_id = new_flow_id(definition.flow_type) if flow_id is None else flow_id
+    if not flow_id or any(c in flow_id for c in "/$:"):
+        raise InvalidFlowIdError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
+    try:
+        input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
+    except ValueMappingError as exc:
+        raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
+    nxt = t.NextStep(start, input_json, definitions.options(definition, start))
+    if options is None:
+        return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
+    settings = start_settings(options, definition, definitions)
+    return t.StartRequest(definition, nxt, flow_id, flow_ref, options.request_id,
+                          options.ignore_already_started, settings, initial_attributes(definition, options))

@@ -1,0 +1,172 @@
+"""`Engine.start_flow(lease=True)`: the start leases its first attempt, in its own transaction,
+to the next run() of this engine, which starts it at once without a claim (what `dex run` and the
+sequential bench do). Starts that create no run, or whose step is not due yet, lease nothing; a
+lease nobody drives is given back, or declared lost at its heartbeat deadline like a crashed
+owner's. In virtual time; the real-process crash is in tests/crash/test_start_lease_crash.py."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from dexcli import (
+    AsyncClient,
+    AsyncContext,
+    FlowErrorType,
+    FlowStatus,
+    IdReusePolicy,
+    StartFlowOptions,
+    Step,
+    StepDecision,
+    graceful_complete,
+)
+from dexcli.engine.core import Engine
+from dexcli.engine.runner import Runner
+from dexcli.store import AttemptOutcome, StepState
+from dexcli.testing import DexTestEnv
+from flows.three_steps import ThreeStepFlow
+from tests.engine.engine_flows import Beat, Flaky, Single, opts
+
+
+def drive(engine: Engine, *flow_ids: str) -> None:
+    Runner(engine).drive(list(flow_ids), until_idle=True)
+
+
+def statements(env: DexTestEnv) -> list[str]:
+    """Every statement the engine's connection runs from now on (appended as they run)."""
+    seen: list[str] = []
+    env.store._conn.set_trace_callback(lambda s: seen.append(" ".join(s.split())))
+    return seen
+
+
+def test_the_start_commits_the_lease_and_the_next_run_starts_it_without_a_claim(env: DexTestEnv) -> None:
+    commits = env.store.commits
+    env.engine.start_flow(ThreeStepFlow(), "f", 1, lease=True)
+    assert env.store.commits == commits + 1
+    first = env.store.steps_of("f")[0]
+    assert first.status is StepState.RUNNING and first.attempt == 1
+    attempt = env.store.attempts_of("f")[0]
+    assert attempt.start_time == env.store.get_flow("f").start_time  # type: ignore[union-attr]
+    seen = statements(env)
+    drive(env.engine, "f")
+    assert env.result("f").single_output(int) == 7
+    assert env.store.commits == commits + 4  # the start and three completions: no claim transaction
+    assert not any("UPDATE steps SET status = 'RUNNING'" in s for s in seen)  # nothing leased by a claim
+    assert sum(s.startswith("SELECT 0, NULL, MIN(") for s in seen) == 0  # no schedule read either
+    owners = {a.owner for a in env.store.attempts_of("f")}
+    assert owners == {attempt.owner}  # the run leased the next steps under the owner the start used
+
+
+def test_without_lease_the_run_claims_the_start_step(env: DexTestEnv) -> None:
+    commits = env.store.commits
+    env.engine.start_flow(ThreeStepFlow(), "f", 1)
+    assert env.store.steps_of("f")[0].status is StepState.QUEUED
+    drive(env.engine, "f")
+    assert env.store.commits == commits + 5
+
+
+def test_flows_started_and_driven_one_after_another_all_complete(env: DexTestEnv) -> None:
+    for i in range(5):
+        env.engine.start_flow(ThreeStepFlow(), f"f{i}", i, lease=True)
+        drive(env.engine, f"f{i}")
+    assert [env.result(f"f{i}").single_output(int) for i in range(5)] == [2 * (i + 1) + 3 for i in range(5)]
+    assert all(a.attempt == 1 for i in range(5) for a in env.store.attempts_of(f"f{i}"))
+
+
+def test_a_start_delay_is_not_leased_early(env: DexTestEnv) -> None:
+    delay = StartFlowOptions(start_delay=timedelta(seconds=30))
+    env.engine.start_flow(Single(Flaky()), "f", 1, options=delay, lease=True)
+    step = env.store.steps_of("f")[0]
+    assert step.status is StepState.QUEUED and step.lease_owner is None
+    assert env.store.attempts_of("f") == []
+    drive(env.engine, "f")
+    assert env.result("f").single_output(int) == 1
+    assert env.store.attempts_of("f")[0].start_time - env.store.get_flow("f").start_time == 30  # type: ignore[union-attr]
+
+
+def test_a_start_that_creates_no_run_leases_nothing(env: DexTestEnv) -> None:
+    options = StartFlowOptions(request_id="r1", ignore_already_started=True)
+    run_id = env.engine.start_flow(Single(Flaky()), "f", 1, options=options)
+    assert env.engine.start_flow(Single(Flaky()), "f", 1, options=options, lease=True) == run_id
+    assert env.store.steps_of("f")[0].status is StepState.QUEUED
+    drive(env.engine, "f")
+    assert env.result("f").single_output(int) == 1  # one attempt: the second start leased nothing
+
+
+def test_a_reused_id_is_not_leased_at_once(env: DexTestEnv) -> None:
+    env.engine.start_flow(Single(Flaky()), "f", 1, lease=True)
+    drive(env.engine, "f")
+    reuse = StartFlowOptions(id_reuse_policy=IdReusePolicy.ALLOW_IF_NOT_RUNNING)
+    env.engine.start_flow(Single(Flaky()), "f", 2, options=reuse, lease=True)
+    assert env.store.steps_of("f")[0].status is StepState.QUEUED
+    drive(env.engine, "f")
+    assert env.result("f").status is FlowStatus.COMPLETED
+
+
+def test_a_flow_timeout_still_fires_for_a_leased_start(env: DexTestEnv) -> None:
+    slow = Single(Beat(opts(heartbeat=30), every=10, finish_after=300))
+    env.engine.start_flow(slow, "f", 1, options=StartFlowOptions(timeout=timedelta(seconds=60)), lease=True)
+    drive(env.engine, "f")
+    result = env.result("f")
+    assert result.error_type is FlowErrorType.FLOW_TIMEOUT
+    assert env.store.get_flow("f").close_time - env.store.get_flow("f").start_time == 60  # type: ignore[union-attr]
+
+
+def test_a_run_that_does_not_drive_the_flow_gives_its_lease_back(env: DexTestEnv) -> None:
+    env.engine.start_flow(Single(Flaky()), "f", 1, lease=True)
+    env.engine.start_flow(ThreeStepFlow(), "g", 1)
+    drive(env.engine, "g")
+    step = env.store.steps_of("f")[0]
+    assert step.status is StepState.QUEUED and step.lease_owner is None  # runnable at once
+    assert env.store.attempts_of("f")[0].outcome is AttemptOutcome.INTERRUPTED
+    t = env.clock.now()
+    drive(env.engine, "f")
+    assert env.result("f").status is FlowStatus.COMPLETED
+    assert env.clock.now() == t  # no heartbeat timeout was waited for
+
+
+def test_release_interrupted_gives_back_a_lease_never_driven(env: DexTestEnv) -> None:
+    env.engine.start_flow(Single(Flaky()), "f", 1, lease=True)
+    assert env.engine.release_interrupted() == 1
+    assert env.store.steps_of("f")[0].status is StepState.QUEUED
+    assert env.engine.release_interrupted() == 0
+
+
+def test_a_lease_nobody_drives_is_declared_lost_at_its_heartbeat_deadline(env: DexTestEnv) -> None:
+    """The starting process goes away (another engine on the same database plays its successor)."""
+    flow = Single(Flaky(opts(heartbeat=30)))
+    env.engine.start_flow(flow, "f", 1, lease=True)
+    successor = Engine(env.store, env.clock, owner="successor:1")
+    successor.registry.add(flow)
+    drive(successor, "f")
+    assert env.result("f").single_output(int) == 2  # the second attempt completed
+    first, second = env.store.attempts_of("f")
+    assert first.outcome is AttemptOutcome.LOST and second.outcome is AttemptOutcome.COMPLETED
+    assert first.end_time - first.start_time == 30  # type: ignore[operator]
+
+
+class Target(Single):
+    def __init__(self) -> None:
+        super().__init__(Flaky())
+
+
+class StartsAgain(Step[int]):
+    """Async: after a second, starts flow `b` again (a new run under its id, due in 10 s), then completes."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        await asyncio.sleep(1)
+        reuse = StartFlowOptions(id_reuse_policy=IdReusePolicy.ALLOW_IF_NOT_RUNNING, start_delay=timedelta(seconds=10))
+        await self.client.start_flow(Target(), "b", 5, reuse)
+        return graceful_complete(input)
+
+
+def test_until_idle_drives_a_new_run_started_after_its_flow_closed_here(env: DexTestEnv) -> None:
+    env.engine.start_flow(Single(StartsAgain(AsyncClient(engine=env.engine))), "a", 1, lease=True)
+    env.engine.start_flow(Target(), "b", 1)
+    drive(env.engine, "a", "b")  # b's first run closes, then a starts a second one, then a closes
+    assert env.result("a").status is FlowStatus.COMPLETED
+    assert env.store.get_flow("b").input == "5"  # type: ignore[union-attr]
+    assert env.result("b").status is FlowStatus.COMPLETED
