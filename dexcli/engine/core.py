@@ -226,10 +226,11 @@ class Engine:
     async def _run_attempt(self, run: AttemptRun) -> None:
         current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
-            self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                      attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
-                      heartbeatTimeout=run.opts.heartbeat_timeout)
-            self.faults.hit("attempt-start", run.spec.step_type, where=run.where())
+            if self.events.listeners:
+                self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                          attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
+                          heartbeatTimeout=run.opts.heartbeat_timeout)
+            self.faults.hit("attempt-start", run.spec.step_type, where=run.where)
             await self._attempt(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
             if run.fenced is None:
@@ -298,7 +299,7 @@ class Engine:
         elif isinstance(verdict, WaitResult):
             await self._commit_wait(run, verdict)
         elif verdict is not None:
-            self.faults.hit("before-commit", run.spec.step_type, where=run.where())
+            self.faults.hit("before-commit", run.spec.step_type, where=run.where)
             await self._commit_decision(run, verdict)
 
     # ------------------------------------------------------------------ outputs ----------
@@ -327,21 +328,24 @@ class Engine:
             if run.task is not None:
                 run.task.cancel()
             return
+        listening = bool(self.events.listeners)  # no listener: no event built (a JSON decode each)
         for (stream, text, _, _), token in zip(out.streams, tokens, strict=True):
             run.stream_writes += 1
-            self.emit("streamMessage", run.flow_id, stepExecutionId=run.seid, stream=stream.name,
-                      value=json.loads(text), resumeToken=str(token) if token else None,
-                      source=f"#{run.seid}", dropped=token is None)
+            if listening:
+                self.emit("streamMessage", run.flow_id, stepExecutionId=run.seid, stream=stream.name,
+                          value=json.loads(text), resumeToken=str(token) if token else None,
+                          source=f"#{run.seid}", dropped=token is None)
             self.faults.hit("stream-write", run.spec.step_type, run.stream_writes,
-                            where=run.where(f", message {run.stream_writes}"))
+                            where=lambda: run.where(f", message {run.stream_writes}"))
         if out.heartbeats:
             run.heartbeats += out.heartbeats
             has = bool(out.checkpoint and out.checkpoint[0])
-            self.emit("heartbeat", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
-                      checkpoint=json.loads(out.checkpoint[1]) if has and out.checkpoint and out.checkpoint[1]
-                      else None, hasCheckpoint=has, count=run.heartbeats)
+            if listening:
+                self.emit("heartbeat", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
+                          checkpoint=json.loads(out.checkpoint[1]) if has and out.checkpoint and out.checkpoint[1]
+                          else None, hasCheckpoint=has, count=run.heartbeats)
             self.faults.hit("heartbeat", run.spec.step_type, run.heartbeats,
-                            where=run.where(f", heartbeat {run.heartbeats}"))
+                            where=lambda: run.where(f", heartbeat {run.heartbeats}"))
 
     # ------------------------------------------------------------------ commits ----------
     async def _commit(self, run: AttemptRun, apply: Callable[[Any], R], done: Callable[[R], None]) -> None:
@@ -377,7 +381,7 @@ class Engine:
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 self.start_attempt(leased, now)
             self.after_woken(run.flow_id, d.woken)
-            self.faults.hit("after-commit", run.spec.step_type, where=run.where())
+            self.faults.hit("after-commit", run.spec.step_type, where=run.where)
             # every step it created runs here already: nothing new is due for the scheduler
             run.handed_on = bool(c.leased) and not d.woken and len(c.summary.get("next", ())) == len(c.leased)
             self.scheduler.wake(for_stop_only=run.handed_on)

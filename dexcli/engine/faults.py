@@ -97,8 +97,9 @@ class Faults:
     def should_fail(self, step_type: str, attempt: int) -> bool:
         return self.fail is not None and self.fail[0] == step_type and attempt <= self.fail[1]
 
-    def hit(self, point: str, step_type: str, count: int = 1, where: str = "") -> None:
-        """Called by the engine at each crash point; exits abruptly when it matches."""
+    def hit(self, point: str, step_type: str, count: int = 1, where: Callable[[], str] | str = "") -> None:
+        """Called by the engine at each crash point; exits abruptly when it matches. `where`
+        (what the crash message names) may be a function: only called when it crashes."""
         c = self.crash
         if c is None or c.point != point or (c.step and c.step != step_type):
             return
@@ -110,7 +111,7 @@ class Faults:
             self._seen[key] = self._seen.get(key, 0) + 1
             if self._seen[key] != c.count:
                 return
-        self.crash_now(f"crash injected at {point} ({where})")
+        self.crash_now(f"crash injected at {point} ({where if isinstance(where, str) else where()})")
 
     def crash_now(self, message: str) -> None:
         if self.on_crash is not None:
