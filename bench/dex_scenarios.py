@@ -131,6 +131,8 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
             jobs.configure_job(fid, duration_seconds=duration)
     client = AsyncClient(engine=engine)
     engine.definitions.prepare()  # what a worker does at start-up (dexcli.Worker)
+    delays: list[float] = []
+    engine.output_delays = delays  # how long each heartbeat/Stream unit waited for its commit
     tune_gc()  # what `dex worker` does for a process that runs many flows
     rss_before = peak_rss_mib()
     cpu0, commits0 = cpu_seconds(), engine.store.commits
@@ -174,6 +176,9 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         "flush_commits": engine.commits.flushes,
         "commits": engine.store.commits - commits0, "commits_per_s": (engine.store.commits - commits0) / total,
         "timeouts": timeouts, "heartbeat_timeouts": hb_timeouts,
+        "output_commit_delay_ms": {"median": percentile(delays or [0.0], 50) * 1000,
+                                   "p99": percentile(delays or [0.0], 99) * 1000,
+                                   "max": max(delays, default=0.0) * 1000, "units": len(delays)},
     }
 
 

@@ -159,6 +159,15 @@ def _per_tr_ms(dex: dict[str, Any]) -> float:
     return dex["wall_s"] * 1000 / max(1, dex["transitions"])
 
 
+def _queued(d: dict[str, Any]) -> str:
+    """How long the heartbeats and Stream messages of one loop pass waited for their group commit."""
+    q = d.get("output_commit_delay_ms")
+    if not q:
+        return ""
+    return (f"; a heartbeat or Stream message waited {q['median']:.0f} ms for its commit (median; p99 "
+            f"{q['p99']:.0f} ms, {q['units']} units)")
+
+
 def _pollers(r: dict[str, Any]) -> list[dict[str, str]]:
     rows = []
     d1, p1, d10 = r.get("dex_1k"), r.get("dbos_1k"), r.get("dex_10k")
@@ -170,7 +179,7 @@ def _pollers(r: dict[str, Any]) -> list[dict[str, str]]:
         why = (f"{d1['flows']} flows: submit {d1['submit_s']:.2f} s + run {d1['run_s']:.2f} s, ideal "
                f"{d1['ideal_s']:.0f} s; run alone {d1['ratio_run']:.2f}×; CPU {d1['cpu_s']:.1f} s, "
                f"RSS {d1['peak_rss_mib']:.0f} MiB, {d1['heartbeat_writes_per_s']:.0f} heartbeat+Stream writes/s, "
-               f"{d1['timeouts']} timeouts{_runs(d1)}")
+               f"{d1['timeouts']} timeouts{_queued(d1)}{_runs(d1)}")
         if not met:
             why += (f"; misses by {(d1['ratio_total'] / POLLERS_1K - 1):.0%}: the StartJob→AwaitJob hand-off of all "
                     "flows takes a few hundred ms, so AwaitJob's 0.5 s polls see the finished job that late")
@@ -190,7 +199,7 @@ def _pollers(r: dict[str, Any]) -> list[dict[str, str]]:
                f"CPU {d10['cpu_s']:.1f} s; RSS {d10['peak_rss_mib']:.0f} MiB; "
                f"{d10['heartbeat_writes_per_s']:.0f} heartbeat+Stream writes/s "
                f"({d10['heartbeats']} heartbeats, {d10['stream_writes']} Stream messages, "
-               f"{d10['flush_commits']} group commits); {spurious} spurious Heartbeat timeouts; "
+               f"{d10['flush_commits']} group commits){_queued(d10)}; {spurious} spurious Heartbeat timeouts; "
                f"{d10['statuses']}{_runs(d10)}")
         if not ok_time:
             why += (f"; misses by {(d10['ratio_total'] / POLLERS_10K - 1):.0%}: the engine is CPU-bound "

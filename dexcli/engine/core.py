@@ -72,6 +72,8 @@ class Engine:
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
         self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
+        # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
+        self.output_delays: list[float] | None = None
 
     # ------------------------------------------------------------------ facade -----------
     @property
@@ -307,11 +309,16 @@ class Engine:
         """The attempt's outputs waiting for the next group commit (queued on first use)."""
         entry = self._outputs.get(run.key)
         if entry is None or entry[0] is not run:
-            out = t.Outputs()
+            out, queued = t.Outputs(), self.clock.real()
             self._outputs[run.key] = (run, out)
             assert run.task is not None
-            self.commits.submit_nowait(Unit(lambda tx: self._write_outputs(tx, run, out),
-                                            lambda tokens: self._after_outputs(run, out, tokens)),
+
+            def committed(tokens: list[int | None] | None) -> None:
+                if self.output_delays is not None:
+                    self.output_delays.append(self.clock.real() - queued)
+                self._after_outputs(run, out, tokens)
+
+            self.commits.submit_nowait(Unit(lambda tx: self._write_outputs(tx, run, out), committed),
                                        run.task.get_loop())
             return out
         return entry[1]
