@@ -5,7 +5,6 @@ from dexcli.store.errors import StoreError
 from dexcli.store.records import (
     AttemptOutcome,
     AttemptRecord,
-    FlowProgress,
     FlowRecord,
     FlowState,
     HistoryRecord,
@@ -21,7 +20,7 @@ from dexcli.store.tx import Tx, json_object
 from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings
 
 __all__ = [
-    "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowProgress", "FlowRecord", "FlowState",
+    "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
     "HistoryRecord", "Method", "Runnable", "Schedule", "StartSettings", "Store", "StoreError", "StepRecord",
     "StepState", "StreamRecord", "Tx", "json_object",
 ]

@@ -84,15 +84,6 @@ class FlowRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class FlowProgress:
-    """What a step's completion reads of its flow in the step's own fenced UPDATE (RETURNING)."""
-
-    running: bool
-    graceful: bool
-    completions: str  # JSON list, as FlowRecord.completions
-
-
-@dataclass(frozen=True, slots=True)
 class StepRecord:
     flow_id: str
     step_execution_id: str

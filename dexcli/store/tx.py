@@ -18,7 +18,6 @@ from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
     AttemptOutcome,
-    FlowProgress,
     FlowRecord,
     FlowState,
     Runnable,
@@ -36,19 +35,6 @@ _STEP_FIELDS = tuple(STEP_COLUMNS.split(", "))
 _STEP_MARKS = ", ".join("?" for _ in _STEP_FIELDS)
 _STEP_VALUES = attrgetter(*_STEP_FIELDS)  # not astuple: it deep-copies
 _INSERT_STEP = f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})"
-# a step numbered as it is inserted (`<StepType>-<n>`, seq in the flow), only into a running flow
-_INSERT_NUMBERED = (
-    f"INSERT INTO steps ({STEP_COLUMNS}) SELECT " + ", ".join(
-        "? || '-' || (SELECT COUNT(*) + 1 FROM steps s WHERE s.flow_id = f.flow_id AND s.step_type = ?)"
-        if name == "step_execution_id" else "(SELECT COUNT(*) + 1 FROM steps s WHERE s.flow_id = f.flow_id)"
-        if name == "seq" else "?" for name in _STEP_FIELDS)
-    + " FROM flows f WHERE f.flow_id = ? AND f.status = 'RUNNING' "
-    "RETURNING step_execution_id, seq, (SELECT run_id FROM flows f WHERE f.flow_id = steps.flow_id)")
-_COMPLETE_STEP = (
-    "UPDATE steps SET status = 'COMPLETED', decision = ?, end_time = ? WHERE " + _FENCE + " RETURNING "
-    "(SELECT status = 'RUNNING' FROM flows f WHERE f.flow_id = steps.flow_id), "
-    "(SELECT graceful FROM flows f WHERE f.flow_id = steps.flow_id), "
-    "(SELECT completions FROM flows f WHERE f.flow_id = steps.flow_id)")
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -144,21 +130,6 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         values[7], values[23] = step.status.value, step.method.value
         self.c.execute(_INSERT_STEP, values)
 
-    def insert_step_numbered(self, step: StepRecord) -> tuple[StepRecord, str] | None:
-        """Insert `step` numbered by what its flow has (its step_execution_id and seq are
-        replaced), if the flow is running: the step as inserted and the flow's run id, or None
-        (nothing written). One statement for what next_step_number and insert_step do."""
-        values = list(_STEP_VALUES(step))
-        params = [*values]
-        params[7], params[23] = step.status.value, step.method.value
-        del params[3]  # seq: counted
-        params[1:2] = [step.step_type, step.step_type]  # step_execution_id: the type and its count
-        row = self.c.execute(_INSERT_NUMBERED, (*params, step.flow_id)).fetchone()
-        if row is None:
-            return None
-        values[1], values[3] = row[0], row[1]
-        return StepRecord(*values), row[2]
-
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
                              (flow_id, seid)).fetchone()
@@ -190,11 +161,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return bool(self.c.execute(sql, (*args, flow_id, seid, owner, attempt)).rowcount == 1)
 
     def complete_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, decision: str,
-                      now: float) -> FlowProgress | None:
-        """The attempt's step COMPLETED with its decision (fenced: None when it is not ours), and
-        what the completion needs of the flow, read in the same statement."""
-        row = self.c.execute(_COMPLETE_STEP, (decision, now, flow_id, seid, owner, attempt)).fetchone()
-        return None if row is None else FlowProgress(bool(row[0]), bool(row[1]), row[2] or "[]")
+                      now: float) -> bool:
+        cur = self.c.execute("UPDATE steps SET status = 'COMPLETED', decision = ?, end_time = ? WHERE " + _FENCE,
+                             (decision, now, flow_id, seid, owner, attempt))
+        return bool(cur.rowcount == 1)
 
     def backoff_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, next_at: float) -> bool:
         cur = self.c.execute("UPDATE steps SET status = 'BACKOFF', next_attempt_at = ? WHERE " + _FENCE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dexcli.store import FlowRecord, FlowState, StepState, Store
-from tests.store.builders import T0, add_flow, add_step, flow, make_step
+from tests.store.builders import T0, add_flow, add_step, flow
 
 
 def test_insert_flow_if_new_writes_a_running_flow(store: Store) -> None:
@@ -50,26 +50,6 @@ def test_get_flow_numbering_counts_steps_of_the_type_and_in_all(store: Store) ->
     assert record == flow(store, "f")
     assert (of_type, total) == (2, 3)
     assert numbered_c[1:] == (0, 3)
-
-
-def test_insert_step_numbered_numbers_by_type_and_in_all_and_only_into_a_running_flow(store: Store) -> None:
-    with store.tx() as tx:
-        add_flow(tx, "f")
-        add_flow(tx, "other")
-        add_step(tx, "f", "A-1", seq=1)
-        add_step(tx, "f", "B-1", seq=2)
-        add_step(tx, "other", "A-1", seq=1)
-        got = tx.insert_step_numbered(make_step("f", "", step_type="A", seq=0, input='{"x": 1}'))
-        assert got is not None
-        inserted, run_id = got
-        f = tx.get_flow("f")
-        assert f is not None and (inserted.step_execution_id, inserted.seq, run_id) == ("A-2", 3, f.run_id)
-        assert tx.get_step("f", "A-2") == inserted == make_step("f", "A-2", step_type="A", seq=3, input='{"x": 1}')
-        got = tx.insert_step_numbered(make_step("f", "", step_type="C", seq=0))
-        assert got is not None and (got[0].step_execution_id, got[0].seq) == ("C-1", 4)
-        assert tx.close_flow("other", FlowState.CANCELED, T0, None, None)
-        assert tx.insert_step_numbered(make_step("other", "", step_type="A", seq=0)) is None
-    assert [s.step_execution_id for s in store.steps_of("other")] == ["A-1"]
 
 
 def test_set_flow_outputs_records_graceful_and_keeps_outputs_when_none_given(store: Store) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dexcli.store import AttemptOutcome, AttemptRecord, FlowProgress, FlowState, StepState, Store, Tx
+from dexcli.store import AttemptOutcome, AttemptRecord, FlowState, StepState, Store, Tx
 from tests.store.builders import T0, add_flow, add_running, add_step, make_step, step
 
 
@@ -75,7 +75,7 @@ FENCED: dict[str, Callable[[Tx, str, int], bool]] = {
     "record_heartbeat": lambda tx, owner, attempt: tx.record_heartbeat("f", "A-1", owner, attempt, T0 + 5,
                                                                        T0 + 65, (True, "7")),
     "complete_step": lambda tx, owner, attempt: tx.complete_step("f", "A-1", owner, attempt, '{"kind": "x"}',
-                                                                 T0 + 5) is not None,
+                                                                 T0 + 5),
     "backoff_step": lambda tx, owner, attempt: tx.backoff_step("f", "A-1", owner, attempt, T0 + 6),
     "fail_step": lambda tx, owner, attempt: tx.fail_step("f", "A-1", owner, attempt, T0 + 5),
 }
@@ -107,18 +107,6 @@ def test_a_write_for_another_attempt_is_fenced(scene: Store, method: str, who: s
         owner, attempt = ("intruder", 2) if who == "other-owner" else ("me", 1 if who == "older-attempt" else 2)
         assert FENCED[method](tx, owner, attempt) is False
     assert step(scene, "f", "A-1") == before
-
-
-def test_complete_step_reads_what_the_completion_needs_of_its_flow(scene: Store) -> None:
-    with scene.tx() as tx:
-        add_running(tx, "f", "A-1", "me")
-        add_running(tx, "f", "B-1", "me")
-        tx.set_flow_outputs("f", '[{"output": 1}]', True)
-        got = tx.complete_step("f", "A-1", "me", 1, '{"kind": "NEXT"}', T0 + 5)
-        assert got == FlowProgress(running=True, graceful=True, completions='[{"output": 1}]')
-        assert tx.close_flow("f", FlowState.CANCELED, T0 + 6, None, None)
-        assert tx.complete_step("f", "B-1", "me", 1, '{"kind": "NEXT"}', T0 + 7) == \
-            FlowProgress(running=False, graceful=True, completions='[{"output": 1}]')
 
 
 def test_record_heartbeat_keeps_sets_or_clears_the_checkpoint(scene: Store) -> None:

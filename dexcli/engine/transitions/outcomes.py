@@ -18,8 +18,6 @@ from dexcli.engine.transitions.steps import (
     NextStep,
     leased,
     method_options,
-    numbered_by_insert,
-    queue_numbered,
     queue_step,
     unlock,
 )
@@ -56,10 +54,18 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     owner with `lease_next`), collect its output, record StepExecuteCompleted, and close the
     flow when the decision or an idle graceful completion ends it."""
     plan = decision.next_steps
-    created, run_id = _create_next(tx, key, plan, now, key.owner if lease_next else None)
+    numbered = tx.get_flow_numbering(key.flow_id, plan[0].spec.step_type) if plan else None
+    flow = numbered[0] if numbered else tx.get_flow(key.flow_id)
+    if flow is None or not flow.is_running:
+        raise Fenced()
+    owner = key.owner if lease_next else None
+    created = []
+    for i, nxt in enumerate(plan):
+        numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
+            tx.next_step_number(key.flow_id, nxt.spec.step_type)
+        created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
     summary, summary_json = _summary(decision, created)
-    flow = tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now)
-    if flow is None or not flow.running:
+    if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
     unlock(tx, step, now)
@@ -77,33 +83,10 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary, _GRACEFUL, ())  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    got = tuple(leased(tx, s, run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
+    got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
     return Completed(summary, None, got)
-
-
-def _create_next(tx: Tx, key: AttemptKey, plan: tuple[NextStep, ...], now: float,
-                 owner: str | None) -> tuple[list[StepRecord], str]:
-    """Queue the next steps (leased to `owner` when given), numbered by what the flow has; the
-    first one's INSERT (or a read of the flow) also checks that the flow runs and reads its run
-    id. Without next steps, the step's fenced UPDATE reads what is needed of the flow."""
-    if not plan:
-        return [], ""
-    first, run_id = None, ""
-    if numbered_by_insert(plan[0], owner):
-        got = queue_numbered(tx, key.flow_id, plan[0], key.seid, now, owner)
-        first, run_id = got if got is not None else (None, "")
-    else:
-        numbered = tx.get_flow_numbering(key.flow_id, plan[0].spec.step_type)
-        if numbered is not None and numbered[0].is_running:
-            numbers, run_id = (numbered[1] + 1, numbered[2] + 1), numbered[0].run_id
-            first = queue_step(tx, key.flow_id, plan[0], key.seid, now, numbers, owner)
-    if first is None:
-        raise Fenced()  # the flow no longer runs
-    rest = [queue_step(tx, key.flow_id, nxt, key.seid, now, tx.next_step_number(key.flow_id, nxt.spec.step_type),
-                       owner) for nxt in plan[1:]]
-    return [first, *rest], run_id
 
 
 def _summary(decision: Decision, created: list[StepRecord]) -> tuple[dict[str, Any], str]:

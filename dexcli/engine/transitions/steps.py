@@ -75,49 +75,15 @@ def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, 
                 owner: str | None = None, recovery_error: dict[str, str] | None = None) -> StepRecord:
     """Insert a step execution, QUEUED, or RUNNING with attempt 1 leased to `owner`."""
     n, seq = numbers
-    wait_opts, opts = _first_method(nxt)
+    waits = nxt.spec.has_wait_for
+    wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if waits else None
+    opts = wait_opts or nxt.options  # the first method's limits
     seid = f"{nxt.spec.step_type}-{n}"
     conflict = tx.try_locks(flow_id, opts.locks, seid, now) if opts.locks and owner is not None else None
     if conflict is not None:
         owner = None  # queued: it waits for the lock like any other
-    step = _new_step(flow_id, nxt, from_seid, now, seid, seq, owner, wait_opts, opts, recovery_error)
-    tx.insert_step(step)
-    if conflict is not None:
-        tx.wait_for_lock(flow_id, seid, conflict[0], now)
-    if owner is not None:
-        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
-    return step
-
-
-def numbered_by_insert(nxt: NextStep, owner: str | None) -> bool:
-    """Whether `queue_numbered` can queue the step: not when it is leased and its first method
-    takes attribute locks (they are taken in its id's name before it is inserted)."""
-    return owner is None or not _first_method(nxt)[1].locks
-
-
-def queue_numbered(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float,
-                   owner: str | None) -> tuple[StepRecord, str] | None:
-    """`queue_step` numbered by its own INSERT (no read of the flow first), and only into a
-    running flow: the step and the flow's run id, or None when the flow is not running
-    (nothing written). Only where `numbered_by_insert`."""
-    wait_opts, opts = _first_method(nxt)
-    got = tx.insert_step_numbered(_new_step(flow_id, nxt, from_seid, now, "", 0, owner, wait_opts, opts, None))
-    if got is not None and owner is not None:
-        tx.insert_attempt(flow_id, got[0].step_execution_id, 1, owner, now, got[0].method.value)
-    return got
-
-
-def _first_method(nxt: NextStep) -> tuple[ResolvedOptions | None, ResolvedOptions]:
-    """(the wait_for method's options, when it has one; the limits of its first method)."""
-    wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if nxt.spec.has_wait_for else None
-    return wait_opts, wait_opts or nxt.options
-
-
-def _new_step(flow_id: str, nxt: NextStep, from_seid: str, now: float, seid: str, seq: int, owner: str | None,
-              wait_opts: ResolvedOptions | None, opts: ResolvedOptions,
-              recovery_error: dict[str, str] | None) -> StepRecord:
     is_leased = owner is not None
-    return StepRecord(
+    step = StepRecord(
         flow_id=flow_id, step_execution_id=seid, step_type=nxt.spec.step_type, seq=seq,
         from_step_execution_id=from_seid, input=nxt.input_json, options=nxt.options.to_json(),
         status=StepState.RUNNING if is_leased else StepState.QUEUED, attempt=1 if is_leased else 0,
@@ -128,8 +94,14 @@ def _new_step(flow_id: str, nxt: NextStep, from_seid: str, now: float, seid: str
         attempt_deadline=now + opts.method_timeout if is_leased else None,
         total_deadline=now + opts.total_duration, heartbeat_value=None, has_heartbeat_value=False,
         recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None,
-        method=Method.WAIT_FOR if wait_opts is not None else Method.EXECUTE,
+        method=Method.WAIT_FOR if waits else Method.EXECUTE,
         wait_options=wait_opts.to_json() if wait_opts is not None else None)
+    tx.insert_step(step)
+    if conflict is not None:
+        tx.wait_for_lock(flow_id, seid, conflict[0], now)
+    if owner is not None:
+        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
+    return step
 
 
 def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner: str, now: float) -> Leased | None:
