@@ -16,11 +16,11 @@ from dexcli.store.records import (
     StreamRecord,
 )
 from dexcli.store.store import Store
-from dexcli.store.tx import Tx
+from dexcli.store.tx import Tx, json_object
 from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings
 
 __all__ = [
     "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
     "HistoryRecord", "Method", "Runnable", "Schedule", "StartSettings", "Store", "StoreError", "StepRecord",
-    "StepState", "StreamRecord", "Tx",
+    "StepState", "StreamRecord", "Tx", "json_object",
 ]

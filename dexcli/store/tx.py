@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from operator import attrgetter
 from typing import Any
 
 from dexcli.store.connection import scalar
@@ -32,6 +33,21 @@ _OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
 _STEP_FIELDS = tuple(STEP_COLUMNS.split(", "))
 _STEP_MARKS = ", ".join("?" for _ in _STEP_FIELDS)
+_STEP_VALUES = attrgetter(*_STEP_FIELDS)  # not astuple: it deep-copies
+_INSERT_STEP = f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})"
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
+
+
+def json_object(*parts: dict[str, Any] | tuple[str, str]) -> str:
+    """The JSON text of one object from its parts in order: dicts (encoded) and (key, JSON text)
+    pairs whose values are already encoded (spliced as they are, not decoded and re-encoded)."""
+    pieces = []
+    for part in parts:
+        if isinstance(part, tuple):
+            pieces.append(f"{_COMPACT.encode(part[0])}:{part[1]}")
+        elif part:
+            pieces.append(_COMPACT.encode(part)[1:-1])
+    return "{" + ",".join(pieces) + "}"
 
 
 def _in(ids: list[str]) -> str:
@@ -110,9 +126,9 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return int(row[1]) + 1, int(row[0]) + 1
 
     def insert_step(self, step: StepRecord) -> None:
-        values = [getattr(step, name) for name in _STEP_FIELDS]  # not astuple: it deep-copies
+        values = list(_STEP_VALUES(step))
         values[7], values[23] = step.status.value, step.method.value
-        self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})", values)
+        self.c.execute(_INSERT_STEP, values)
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
@@ -238,9 +254,11 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             (heartbeats, writes, at, flow_id, seid, attempt))
 
     # --- history --------------------------------------------------------------------------
-    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any]) -> int:
+    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> int:
+        """Append a history event; `payload` is a dict, or an object already encoded (see json_object)."""
+        text = payload if isinstance(payload, str) else _COMPACT.encode(payload)
         cur = self.c.execute("INSERT INTO history (flow_id, event_time, type, payload) VALUES (?, ?, ?, ?)",
-                             (flow_id, now, type_, json.dumps(payload, separators=(",", ":"))))
+                             (flow_id, now, type_, text))
         return int(cur.lastrowid or 0)
 
     # --- streams --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Rules 10-13: one transaction per decision, history, flow ids, statuses, stop_flow."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -40,7 +41,7 @@ def test_decision_next_steps_and_history_commit_in_one_transaction(env, monkeypa
 
     def failing_add_event(self, flow_id, now, type_, payload):
         if type_ == "StepExecuteCompleted" and not raised:
-            raised.append(payload["stepExecutionId"])
+            raised.append(json.loads(payload)["stepExecutionId"])  # encoded once, by the transition
             raise RuntimeError("disk full (simulated) while writing history")
         return original(self, flow_id, now, type_, payload)
 
@@ -298,7 +299,7 @@ def test_a_failing_outcome_in_a_group_commit_leaves_the_others_committed(env, mo
 
     def failing_add_event(self, flow_id, now, type_, payload):
         if flow_id == "b" and type_ == "StepExecuteCompleted":
-            failed.append(payload["stepExecutionId"])
+            failed.append(json.loads(payload)["stepExecutionId"])
             raise RuntimeError("disk full (simulated)")
         return original(self, flow_id, now, type_, payload)
 

@@ -410,6 +410,43 @@ def test_force_complete_collects_the_output_and_closes_the_flow(store: Store, de
                                                 "errorMessage": None, "results": results})
 
 
+def test_decisions_and_events_are_stored_as_the_transition_summarised_them(store: Store,
+                                                                           defs: Definitions) -> None:
+    """The decision JSON is built once (inputs spliced as already encoded): the step row, the
+    history event and the flow's collected outputs read back equal, keys in order."""
+    value = {"b": 1, "a": [1, {"z": None, "y": "\u00e9 \"q\""}]}
+    with store.tx() as tx:
+        started = t.start(tx, request(defs, value=value), T0, "me")
+    assert started.leased is not None
+    payload = events(store)[0][1]
+    assert list(payload) == ["flowType", "runId", "startStepType", "startStepExecutionId", "input"]
+    assert json.dumps(payload["input"]) == json.dumps(value)
+    first = started.leased
+    with store.tx() as tx:
+        done = t.complete(tx, key(first), first.step, T0, decision(DecisionKind.NEXT, nxt(defs, "Work", value),
+                          nxt(defs, "Recover", [3])), first.definition, T0 + 1, lease_next=True)
+    work, rec = done.leased
+    with store.tx() as tx:
+        done = t.complete(tx, key(work), work.step, T0 + 1, decision(
+            DecisionKind.GRACEFUL_COMPLETE, nxt(defs, "Once", value), output={"n": 1, "m": [2]}, has_output=True,
+            reason="why"), work.definition, T0 + 2, lease_next=False, extra={"recordEvents": [{"k": 1}]})
+    assert list(done.summary) == ["kind", "next", "output", "reason"]
+    assert done.summary["next"] == [{"stepType": "Once", "stepExecutionId": "Once-1", "input": value}]
+    assert json.dumps(json.loads(steps(store)["Work-1"].decision or "")) == json.dumps(done.summary)
+    kind, payload = events(store)[-1]
+    assert kind == "StepExecuteCompleted" and list(payload) == [
+        "stepExecutionId", "fromStepExecutionId", "stepType", "attempt", "startedTime", "duration", "decision",
+        "recordEvents"]
+    assert json.dumps(payload["decision"]) == json.dumps(done.summary) and payload["recordEvents"] == [{"k": 1}]
+    with store.tx() as tx:
+        t.complete(tx, key(rec), rec.step, T0 + 1, decision(DecisionKind.FORCE_COMPLETE, output=2, has_output=True),
+                   rec.definition, T0 + 3, lease_next=False)
+    results = [{"stepType": "Work", "stepExecutionId": "Work-1", "output": {"n": 1, "m": [2]}},
+               {"stepType": "Recover", "stepExecutionId": "Recover-1", "output": 2}]
+    assert json.dumps(json.loads(flow(store).completions)) == json.dumps(results)
+    assert events(store)[-1][1]["results"] == results
+
+
 def test_graceful_complete_closes_an_idle_flow(store: Store, defs: Definitions) -> None:
     (work,) = moved_to(store, defs, "Work")
     with store.tx() as tx:

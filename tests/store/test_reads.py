@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dexcli.store import FlowState, Schedule, StepState, Store
+from dexcli.store import FlowState, Schedule, StepState, Store, json_object
 from tests.store.builders import T0, add_flow, add_running, add_step
 
 
@@ -65,6 +65,22 @@ def test_history_of_numbers_events_per_flow_from_1_in_event_order(store: Store) 
     assert [(e.event_id, e.type) for e in store.history_of("g")] == [(i + 1, f"G{i}") for i in range(5)]
     assert [e.type for e in store.history_of("f", after_event_id=2)] == ["E2", "E3"]
     assert store.history_of("f", after_event_id=4) == []
+
+
+def test_an_event_payload_may_come_already_encoded(store: Store) -> None:
+    """json_object splices members whose values are JSON text as they are, between encoded
+    parts, in order; add_event stores such text as given and a dict compactly."""
+    text = json_object({"a": 1, "b": "x"}, ("input", '{"z": [1, 2], "y": null}'), {}, {"c": [True]})
+    assert text == '{"a":1,"b":"x","input":{"z": [1, 2], "y": null},"c":[true]}'
+    assert json_object() == "{}" and json_object(("k", "[]")) == '{"k":[]}'
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.add_event("f", T0, "Spliced", text)
+        tx.add_event("f", T0, "Plain", {"a": 1, "n": None})
+    spliced, plain = store.history_of("f")
+    assert list(json.loads(spliced.payload).items()) == [
+        ("a", 1), ("b", "x"), ("input", {"z": [1, 2], "y": None}), ("c", [True])]
+    assert plain.payload == '{"a":1,"n":null}'
 
 
 # ---------------------------------------------------------------------------- schedule -----

@@ -12,7 +12,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import FlowState, StartSettings, Tx
+from dexcli.store import FlowState, StartSettings, Tx, json_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +62,11 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
         owner = None
     initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
     step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
-    tx.add_event(req.flow_id, now, "FlowStarted", {
-        "flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
-        "startStepExecutionId": step.step_execution_id, "input": json.loads(req.start.input_json),
-        **_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
-        **({"initialAttributes": initial} if initial else {}),
-    })
+    tx.add_event(req.flow_id, now, "FlowStarted", json_object(
+        {"flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
+         "startStepExecutionId": step.step_execution_id}, ("input", req.start.input_json),
+        {**_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
+         **({"initialAttributes": initial} if initial else {})}))
     got = None if step.lease_owner is None or delay else leased(tx, step, run_id, req.start.spec, req.definition)
     return Started(run_id, True, got, previous.terminated if previous else None)
 

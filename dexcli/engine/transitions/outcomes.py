@@ -24,7 +24,7 @@ from dexcli.engine.transitions.steps import (
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.options import ResolvedOptions
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import AttemptOutcome, FlowState, Method, StepRecord, StepState, Tx
+from dexcli.store import AttemptOutcome, FlowState, Method, StepRecord, StepState, Tx, json_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +64,16 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
             tx.next_step_number(key.flow_id, nxt.spec.step_type)
         created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
-    summary = _summary(decision, created)
-    if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, json.dumps(summary), now):
+    summary, summary_json = _summary(decision, created)
+    if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
     unlock(tx, step, now)
     completions = _collect(flow.completions, decision, step)
-    tx.add_event(key.flow_id, now, "StepExecuteCompleted", {
+    tx.add_event(key.flow_id, now, "StepExecuteCompleted", json_object({
         "stepExecutionId": key.seid, "fromStepExecutionId": step.from_step_execution_id,
         "stepType": step.step_type, "attempt": key.attempt, "startedTime": iso(started),
-        "duration": round(now - started, 6), "decision": summary, **(extra or {}),
-    })
+        "duration": round(now - started, 6)}, ("decision", summary_json), extra or {}))
     graceful = flow.graceful or decision.kind is DecisionKind.GRACEFUL_COMPLETE
     closed = _forced(decision)
     if closed is not None:
@@ -90,26 +89,38 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     return Completed(summary, None, got)
 
 
-def _summary(decision: Decision, created: list[StepRecord]) -> dict[str, Any]:
+def _summary(decision: Decision, created: list[StepRecord]) -> tuple[dict[str, Any], str]:
+    """The decision as history and `dex inspect` show it: the value (for the engine's events)
+    and its JSON text, which splices each next step's input as it is already encoded."""
     summary: dict[str, Any] = {"kind": decision.kind.value}
-    if created:
-        pairs = zip(created, decision.next_steps, strict=True)
-        summary["next"] = [{"stepType": s.step_type, "stepExecutionId": s.step_execution_id,
-                            "input": json.loads(n.input_json)} for s, n in pairs]
+    rest: dict[str, Any] = {}
     if decision.has_output:
-        summary["output"] = decision.output
+        rest["output"] = decision.output
     if decision.reason is not None:
-        summary["reason"] = decision.reason
-    return summary
+        rest["reason"] = decision.reason
+    if not created:
+        summary.update(rest)
+        return summary, json_object(summary)
+    pairs = list(zip(created, decision.next_steps, strict=True))
+    summary["next"] = [{"stepType": s.step_type, "stepExecutionId": s.step_execution_id,
+                        "input": json.loads(n.input_json)} for s, n in pairs]
+    summary.update(rest)
+    nexts = ",".join(json_object({"stepType": s.step_type, "stepExecutionId": s.step_execution_id},
+                                 ("input", n.input_json)) for s, n in pairs)
+    return summary, json_object({"kind": decision.kind.value}, ("next", f"[{nexts}]"), rest)
 
 
 def _collect(completions: str, decision: Decision, step: StepRecord) -> str | None:
-    """The flow's collected outputs with this decision's added, or None when it adds none."""
+    """The flow's collected outputs (a JSON list) with this decision's appended, or None when
+    it adds none. The list is extended as text: what it holds is not decoded again."""
     if not decision.has_output or decision.kind not in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
         return None
-    items = json.loads(completions)
-    items.append({"stepType": step.step_type, "stepExecutionId": step.step_execution_id, "output": decision.output})
-    return json.dumps(items)
+    item = json_object({"stepType": step.step_type, "stepExecutionId": step.step_execution_id,
+                        "output": decision.output})
+    items = completions.strip()
+    if items == "[]":
+        return f"[{item}]"
+    return f"{items[:-1]},{item}]"
 
 
 _GRACEFUL = Closed(FlowState.COMPLETED)
