@@ -45,11 +45,14 @@ def throughput(db: str, n: int) -> dict[str, Any]:
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
     tune_gc()  # what `dex worker` does for a process that runs many flows
     commits0, trans0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
+    commit_s0 = engine.store.commit_seconds
     t0 = time.perf_counter()
     run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
     wall = time.perf_counter() - t0
     cpu = cpu_seconds() - cpu0
     commits = engine.store.commits - commits0
+    commit_us = (engine.store.commit_seconds - commit_s0) * 1e6 / max(1, commits)
+    handoff_us = run_on_clock(_handoffs, engine.clock)
     transitions = engine.stats["transitions"] - trans0
     conn = sqlite3.connect(db)
     bad = conn.execute("SELECT COUNT(*) FROM flows WHERE status != 'COMPLETED'").fetchone()[0]
@@ -65,8 +68,22 @@ def throughput(db: str, n: int) -> dict[str, Any]:
         "commits": commits, "transitions": transitions, "flow_starts": n,
         "commits_per_transition": commits / max(1, transitions),
         "commits_per_transition_incl_start": commits / max(1, transitions + n),
-        "not_completed": bad,
+        "not_completed": bad, "commit_us": commit_us, "handoff_us": handoff_us,
     }
+
+
+async def _handoffs(n: int = 2000) -> float:
+    """The median round trip of one call handed to a handler thread and its result taken back
+    on the loop, one at a time (what a sync step costs on top of its own code)."""
+    import asyncio
+
+    loop: Any = asyncio.get_running_loop()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await loop.run_in_thread(int)
+        times.append(time.perf_counter() - t0)
+    return percentile(times, 50) * 1e6
 
 
 def sqlite_raw(db: str, seconds: float = 2.0) -> dict[str, Any]:

@@ -102,6 +102,32 @@ def evaluate(results: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, st
     return rows
 
 
+def _floor(dex: dict[str, Any], peer: dict[str, Any]) -> str:
+    """What the sequential shape cannot go below: its COMMITs and its thread hand-offs, both
+    measured in the same run, as a ceiling in flows/s and against DBOS."""
+    if "commit_us" not in dex or "handoff_us" not in dex:
+        return f"Each transition costs ~{_per_tr_ms(dex):.2f} ms."
+    per_flow = dex["commits"] / max(1, dex["flows"])
+    floor_ms = (per_flow * dex["commit_us"] + 3 * dex["handoff_us"]) / 1000
+    ceiling = 1000 / floor_ms
+    return (f"A flow is {per_flow:.0f} COMMITs (the start, which leases the first step, and one per step, each "
+            f"leasing the next) at {dex['commit_us']:.0f} µs each (the WAL write of every page a transition "
+            f"dirties: step, attempt, history and their indexes), and three sync steps handed to a handler thread "
+            f"and back at {dex['handoff_us']:.0f} µs each (median round trip of a no-op, measured in the same run: "
+            f"two OS wake-ups and the GIL). Those alone are {floor_ms:.2f} ms per flow, a ceiling of "
+            f"{ceiling:.0f} flows/s = {ceiling / peer['flows_per_s']:.1f}× DBOS here, before any of the engine's "
+            f"own Python ({dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms of CPU per flow in all). 10× needs "
+            "steps without a thread hand-off or fewer durable commits, i.e. other semantics (bench/PROFILE.md)")
+
+
+def _latency_floor(dex: dict[str, Any]) -> str:
+    if "commit_us" not in dex or "handoff_us" not in dex:
+        return ""
+    floor = (dex["commit_us"] + dex["handoff_us"]) / 1000
+    return (f"; its floor is one hand-off ({dex['handoff_us']:.0f} µs) plus one COMMIT ({dex['commit_us']:.0f} µs) "
+            f"= {floor:.2f} ms before the engine's own Python")
+
+
 def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
     if "error" in r:
         return [_row("1 throughput", "all", "error", "", "", "not measured", r["error"])]
@@ -121,11 +147,7 @@ def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
         why = (report_more.ratio_text(pair) if "runs" in pair else f"{ratio:.1f}× DBOS")
         why += f"; dex {report_more.spread(dex)}, DBOS {report_more.spread(peer)}"
         if not met:
-            why += (f"; needs {10 / ratio:.1f}× more speed. Each transition costs ~{_per_tr_ms(dex):.2f} ms: the "
-                    "hand-off of each sync step to a handler thread and back (two OS wake-ups, however cheap the "
-                    "queue), one COMMIT (five per flow: start, claim, three completions) with ~11 statements, "
-                    "and an asyncio task per attempt" + (f" (raw SQLite commits at {raw_rate:,.0f}/s)"
-                                                          if raw_rate else ""))
+            why += f"; needs {10 / ratio:.1f}× more speed. " + _floor(dex, peer)
         rows.append(_row("1 throughput", "flows/s (sequential, 3 steps)", _f(dex["flows_per_s"]),
                          _f(peer["flows_per_s"]), "≥ 10× DBOS", "met" if met else "missed", why))
         lat_ok = dex["step_latency_mean_ms"] <= LATENCY_MEAN_MS and dex["step_latency_p99_ms"] <= LATENCY_P99_MS
@@ -134,14 +156,14 @@ def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
                          f"{_f(peer.get('step_latency_mean_ms'), '.2f')} / "
                          f"{_f(peer.get('step_latency_p99_ms'), '.2f')}",
                          f"≤ {LATENCY_MEAN_MS} / {LATENCY_P99_MS}", "met" if lat_ok else "missed",
-                         "previous durable transition → this step's completion"))
+                         "previous durable transition → this step's completion" + _latency_floor(dex)))
     cpt = dex["commits_per_transition"]
     rows.append(_row("1 throughput", "SQLite commits per step transition", f"{cpt:.2f}", "—", "≤ 2",
                      "met" if cpt <= 2 else "missed",
                      f"{dex['commits']} commits for {dex['transitions']} transitions + {dex['flow_starts']} starts "
                      f"({dex['commits_per_transition_incl_start']:.2f} counting starts as transitions)"
-                     + "; each completion also leases the next step, so a flow costs its start, the claim "
-                       "of its first step and one commit per step"))
+                     + "; the start leases the first step (the caller drives the flow next, as `dex run` does) "
+                       "and each completion leases the next, so a flow costs its start and one commit per step"))
     if raw_rate:
         rows.append(_row("1 throughput", "raw SQLite single-row commits/s (WAL, NORMAL)", _f(raw_rate, ",.0f"),
                          "—", "—", "info",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -52,6 +53,7 @@ class Store:
         fails with DatabaseLockedError."""
         self.path = str(path)
         self.commits = 0
+        self.commit_seconds = 0.0  # time spent in COMMIT statements (the WAL writes), for bench/
         self._lock = threading.RLock()
         self._conn = open_connection(self.path, create=create, synchronous=synchronous, busy_timeout=busy_timeout)
         self._adopt_database_offset()
@@ -83,7 +85,9 @@ class Store:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            t0 = time.perf_counter()
             self._conn.execute("COMMIT")
+            self.commit_seconds += time.perf_counter() - t0
             self.commits += 1
 
     def read(self, fn: Callable[[Tx], T]) -> T:
