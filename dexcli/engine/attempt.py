@@ -39,6 +39,16 @@ class AttemptHost(Protocol):
     def outputs_for(self, run: AttemptRun) -> Outputs: ...
 
 
+class Driver(Protocol):
+    """What runs an attempt: its asyncio task, or a chain of callbacks (dexcli.engine.sync_attempt)."""
+
+    def cancel(self, msg: Any | None = None) -> bool: ...
+
+    def done(self) -> bool: ...
+
+    def cancelling(self) -> int: ...
+
+
 class AttemptRun:
     def __init__(self, host: AttemptHost, leased: Leased, owner: str, now: float) -> None:
         self.host = host
@@ -56,13 +66,14 @@ class AttemptRun:
         self.attempt_deadline = now + self.opts.method_timeout
         self.total_deadline = self.step.total_deadline
         self.fenced: str | None = None
-        self.task: asyncio.Task[Any] | None = None
+        self.driver: Driver | None = None  # set once it starts
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop it runs on
         self.timer: asyncio.TimerHandle | None = None  # the watchdog at the next deadline
         self.timed_out: tuple[float, str] | None = None  # (deadline, kind) once it fired
         self.heartbeats = 0
         self.stream_writes = 0
         self.effects = Effects()  # publishes, locals, events: committed with the result
-        self.handed_on = False  # its commit leased every step it created (see Engine._commit_decision)
+        self.handed_on = False  # its commit leased every step it created (see Engine._decision_unit)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -83,10 +94,19 @@ class AttemptRun:
         if self.fenced is None:
             self.fenced = reason
 
+    def cancel(self) -> None:
+        """Stop it where it waits (its handler, its commit); the caller fenced it (or it timed out)."""
+        if self.driver is not None and not self.driver.done():
+            self.driver.cancel()
+
+    def done(self) -> bool:
+        """Whether it has ended here (its task or its callbacks are over)."""
+        return self.driver is not None and self.driver.done()
+
     def ended(self) -> str | None:
         """Why this attempt may no longer act, or None. A cancellation the handler swallowed
         (asyncio.wait_for in 3.11 can) still ends it: the task keeps the request pending."""
-        if self.fenced is None and self.task is not None and self.task.cancelling():
+        if self.fenced is None and self.driver is not None and self.driver.cancelling():
             self.fence("cancelled")
         return self.fenced
 

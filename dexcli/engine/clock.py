@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from dexcli.engine.step_threads import StepThreads
+from dexcli.engine.step_threads import StepThreads, Then
 
 T = TypeVar("T")
 
@@ -146,6 +146,9 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         self.set_default_executor(self._executor)
         self._clock_resolution = 1e-6
         clock.add_waker(self._waker)
+        # called when `run` tears the loop down, before it cancels the tasks left (an engine
+        # stops the attempts it drives without a task: dexcli.engine.sync_attempt)
+        self.teardown: list[Callable[[], None]] = []
 
     def _waker(self) -> None:
         """Wake the loop (from any thread) so its timers re-check after the clock moved."""
@@ -164,6 +167,11 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         """
         return self._steps.submit(fn, args, contextvars.copy_context())
 
+    def call_in_thread(self, then: Then, fn: Callable[..., Any], *args: Any) -> None:
+        """`run_in_thread` without a future: `then(ok, result or exception)` is called on the
+        loop when `fn` returns (as the batch of results is delivered; it must not raise)."""
+        self._steps.call(fn, args, contextvars.copy_context(), then)
+
     def close(self) -> None:
         self.clock.remove_waker(self._waker)
         super().close()
@@ -179,10 +187,14 @@ def run(coro_factory: Callable[[], Any], clock: Clock) -> Any:
         return loop.run_until_complete(coro_factory())
     finally:
         try:
-            _cancel_all(loop)
+            for stop in loop.teardown:
+                stop()
         finally:
-            asyncio.set_event_loop(None)
-            loop.close()
+            try:
+                _cancel_all(loop)
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:

@@ -14,8 +14,9 @@ Several processes may share one database. An attempt belongs to the process that
 another process declares it lost only once one of its deadlines has passed, and every write of
 a stale owner is fenced by (owner, attempt, status) in its WHERE clause.
 
-This module keeps the loop (`run`), attempts' lifecycles and their watchdogs; what each
-commit writes is in transitions, what an ended attempt amounts to in outcome.
+This module keeps the loop (`run`), attempts' lifecycles and their watchdogs (an attempt of a
+plain sync handler runs without a task: sync_attempt); what each commit writes is in
+transitions, what an ended attempt amounts to in outcome, heartbeats' units in outputs.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from dexcli.engine.faults import Faults
 from dexcli.engine.flow_timeout import fire_due
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import WaitResult, judge
+from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
+from dexcli.engine.sync_attempt import SyncAttempt, halt
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError
@@ -67,7 +70,7 @@ class Engine:
         self.scheduler = Scheduler(self, owner or f"{socket.gethostname()}:{os.getpid()}")
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
-        self._outputs: dict[tuple[str, str], tuple[AttemptRun, t.Outputs]] = {}
+        self.outputs = OutputQueue(self)
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
@@ -172,8 +175,14 @@ class Engine:
         token = use_host(self.host)
         self._stopped = []
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
+        teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
+        if teardown is not None and self._halt not in teardown:
+            teardown.append(self._halt)  # its close stops them as it cancels attempts' tasks
         try:
             await self.scheduler.loop(flow_ids, until_idle, stop, stop_poll)
+        except asyncio.CancelledError:  # stopping: attempts without a task stop too, not committed
+            self._halt()
+            raise
         finally:
             reset_host(token)
             self.commits.flush()
@@ -222,51 +231,74 @@ class Engine:
         self.runs[run.key] = run
         self._by_flow.setdefault(run.flow_id, set()).add(run.key)
         self.stats["attempts"] += 1
-        ctx = self._context.copy() if self._context is not None else None
-        run.task = asyncio.get_running_loop().create_task(self._run_attempt(run), context=ctx)
+        ctx = self._context.copy() if self._context is not None else contextvars.copy_context()
+        run.loop = loop = asyncio.get_running_loop()
+        if SyncAttempt.fits(run, loop):  # a plain sync execute: callbacks, no task
+            run.driver = SyncAttempt(self, run, ctx)
+        else:
+            run.driver = loop.create_task(self._run_attempt(run), context=ctx)
 
     async def _run_attempt(self, run: AttemptRun) -> None:
         current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
-            if self.events.listeners:
-                self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                          attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
-                          heartbeatTimeout=run.opts.heartbeat_timeout)
-            self.faults.hit("attempt-start", run.spec.step_type, where=run.where)
+            self.attempt_started(run)
             await self._attempt(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
-            if run.fenced is None:
-                self._stopped.append(run)
-            run.fence(run.fenced or "cancelled")
+            self.interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
-            run.fence(f"its outcome could not be recorded: {exc}")
-            log.error("%s of flow %s: its outcome could not be recorded; the step stays RUNNING until its "
-                      "lease is declared lost", run.where(), run.flow_id, exc_info=exc)
-            self.emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
-                      error=f"{type(exc).__name__}: {exc}")
+            self.unrecorded(run, exc)
         finally:
-            if self.runs.get(run.key) is run:
-                del self.runs[run.key]
-                keys = self._by_flow.get(run.flow_id)
-                if keys is not None:
-                    keys.discard(run.key)
-                    if not keys:
-                        del self._by_flow[run.flow_id]
-            self.scheduler.wake(for_stop_only=run.handed_on)
+            self.attempt_ended(run)
+
+    def attempt_started(self, run: AttemptRun) -> None:
+        if self.events.listeners:
+            self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                      attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
+                      heartbeatTimeout=run.opts.heartbeat_timeout)
+        self.faults.hit("attempt-start", run.spec.step_type, where=run.where)
+
+    def interrupted(self, run: AttemptRun) -> None:
+        """It was cancelled: fenced (lease lost, flow closed), or this process is stopping (then
+        `release_interrupted` gives it back)."""
+        if run.fenced is None:
+            self._stopped.append(run)
+        run.fence("cancelled")
+
+    def _halt(self) -> None:
+        halt(list(self.runs.values()))
+
+    def unrecorded(self, run: AttemptRun, exc: Exception) -> None:
+        """The outcome could not be recorded (a database error, a bug)."""
+        run.fence(f"its outcome could not be recorded: {exc}")
+        log.error("%s of flow %s: its outcome could not be recorded; the step stays RUNNING until its "
+                  "lease is declared lost", run.where(), run.flow_id, exc_info=exc)
+        self.emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
+                  error=f"{type(exc).__name__}: {exc}")
+
+    def attempt_ended(self, run: AttemptRun) -> None:
+        """It is over here: forget it."""
+        if self.runs.get(run.key) is run:
+            del self.runs[run.key]
+            keys = self._by_flow.get(run.flow_id)
+            if keys is not None:
+                keys.discard(run.key)
+                if not keys:
+                    del self._by_flow[run.flow_id]
+        self.scheduler.wake(for_stop_only=run.handed_on)
 
     def _watch(self, run: AttemptRun) -> None:
         """The attempt's watchdog: a timer at its earliest deadline (no task of its own). A
         heartbeat moves the deadline in memory; the timer then re-arms at the new one."""
         run.timer = None
-        if run.task is None or run.task.done() or run.fenced:
+        if run.loop is None or run.done() or run.fenced:
             return
         deadline, kind = run.next_deadline()  # on the flow's clock
-        loop = run.task.get_loop()
+        loop = run.loop
         ahead = self.now(run.flow_id) - loop.time()  # the flow's clock against the loop's
         if loop.time() + ahead >= deadline:
             run.timed_out = (deadline, kind)
             run.fence(f"{kind} timeout")
-            run.task.cancel()
+            run.cancel()
         else:
             run.timer = loop.call_at(deadline - ahead, self._watch, run)
 
@@ -278,10 +310,16 @@ class Engine:
                 run.timer.cancel()
                 self._watch(run)
 
-    async def _attempt(self, run: AttemptRun) -> None:
+    def arm(self, run: AttemptRun) -> Any:
+        """Start its watchdog; returns its input."""
         value = from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
-        loop = asyncio.get_running_loop()
+        loop = run.loop
+        assert loop is not None
         run.timer = loop.call_at(run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()), self._watch, run)
+        return value
+
+    async def _attempt(self, run: AttemptRun) -> None:
+        value = self.arm(run)
         error: BaseException | None = None
         result: Any = None
         try:
@@ -295,83 +333,50 @@ class Engine:
             if run.timer is not None:
                 run.timer.cancel()
                 run.timer = None
-        verdict = judge(run, result, error, self.definitions, self.now(run.flow_id))
-        if isinstance(verdict, t.Failure):
-            await self._commit_failure(run, verdict)
-        elif isinstance(verdict, WaitResult):
-            await self._commit_wait(run, verdict)
-        elif verdict is not None:
-            self.faults.hit("before-commit", run.spec.step_type, where=run.where)
-            await self._commit_decision(run, verdict)
+        unit = self.commit_unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
+        if unit is not None:
+            await self._commit(run, unit)
 
-    # ------------------------------------------------------------------ outputs ----------
     def outputs_for(self, run: AttemptRun) -> t.Outputs:
         """The attempt's outputs waiting for the next group commit (queued on first use)."""
-        entry = self._outputs.get(run.key)
-        if entry is None or entry[0] is not run:
-            out, queued = t.Outputs(), self.clock.real()
-            self._outputs[run.key] = (run, out)
-            assert run.task is not None
-
-            def committed(tokens: list[int | None] | None) -> None:
-                if self.output_delays is not None:
-                    self.output_delays.append(self.clock.real() - queued)
-                self._after_outputs(run, out, tokens)
-
-            self.commits.submit_nowait(Unit(lambda tx: self._write_outputs(tx, run, out), committed),
-                                       run.task.get_loop())
-            return out
-        return entry[1]
-
-    def _write_outputs(self, tx: Any, run: AttemptRun, out: t.Outputs) -> list[int | None] | None:
-        entry = self._outputs.get(run.key)
-        if entry is not None and entry[1] is out:
-            del self._outputs[run.key]  # later heartbeats start a new unit
-        return t.heartbeat(tx, run.attempt_key, run.definition.flow_type, run.opts.heartbeat_timeout, out)
-
-    def _after_outputs(self, run: AttemptRun, out: t.Outputs, tokens: list[int | None] | None) -> None:
-        if tokens is None:
-            run.fence("lease lost: another process took the attempt over, or the flow closed")
-            if run.task is not None:
-                run.task.cancel()
-            return
-        listening = bool(self.events.listeners)  # no listener: no event built (a JSON decode each)
-        for (stream, text, _, _), token in zip(out.streams, tokens, strict=True):
-            run.stream_writes += 1
-            if listening:
-                self.emit("streamMessage", run.flow_id, stepExecutionId=run.seid, stream=stream.name,
-                          value=json.loads(text), resumeToken=str(token) if token else None,
-                          source=f"#{run.seid}", dropped=token is None)
-            self.faults.hit("stream-write", run.spec.step_type, run.stream_writes,
-                            where=lambda: run.where(f", message {run.stream_writes}"))
-        if out.heartbeats:
-            run.heartbeats += out.heartbeats
-            has = bool(out.checkpoint and out.checkpoint[0])
-            if listening:
-                self.emit("heartbeat", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
-                          checkpoint=json.loads(out.checkpoint[1]) if has and out.checkpoint and out.checkpoint[1]
-                          else None, hasCheckpoint=has, count=run.heartbeats)
-            self.faults.hit("heartbeat", run.spec.step_type, run.heartbeats,
-                            where=lambda: run.where(f", heartbeat {run.heartbeats}"))
+        return self.outputs.of(run)
 
     # ------------------------------------------------------------------ commits ----------
-    async def _commit(self, run: AttemptRun, apply: Callable[[Any], R], done: Callable[[R], None]) -> None:
-        """End an attempt with one unit of the group commit. Its pending outputs were queued
-        before it, so they commit first (in the same transaction or an earlier one). A fenced
-        attempt — a stale owner, a closed flow — is left out and nothing of it is applied."""
+    def commit_unit(self, run: AttemptRun, verdict: t.Decision | WaitResult | t.Failure | None) -> Unit[Any] | None:
+        """The group-commit unit that ends an attempt judged so (None: nothing to commit)."""
+        if isinstance(verdict, t.Failure):
+            return self._failure_unit(run, verdict)
+        if isinstance(verdict, WaitResult):
+            return self._wait_unit(run, verdict)
+        if verdict is None:
+            return None
+        self.faults.hit("before-commit", run.spec.step_type, where=run.where)
+        return self._decision_unit(run, verdict)
+
+    def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None]) -> Unit[R]:
         def committed(result: R) -> None:
             self.stats["transitions"] += 1
             done(result)
 
+        return Unit(apply, committed)
+
+    async def _commit(self, run: AttemptRun, unit: Unit[Any]) -> None:
+        """End an attempt with one unit of the group commit. Its pending outputs were queued
+        before it, so they commit first (in the same transaction or an earlier one). A fenced
+        attempt — a stale owner, a closed flow — is left out and nothing of it is applied."""
         try:
-            await self.commits.submit(Unit(apply, committed))
+            await self.commits.submit(unit)
         except t.Fenced:
-            run.fence("step no longer owned (flow closed or attempt taken over)")
+            self.not_owned(run)
         except asyncio.CancelledError:
             run.fence(run.fenced or "cancelled")  # cancelled before its commit: skipped
             raise
 
-    async def _commit_decision(self, run: AttemptRun, decision: t.Decision) -> None:
+    @staticmethod
+    def not_owned(run: AttemptRun) -> None:
+        run.fence("step no longer owned (flow closed or attempt taken over)")
+
+    def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
         owner = self.owner if self.scheduler.drives(run.flow_id) else None
 
         def apply(tx: Any) -> w.ExecuteDone:
@@ -393,9 +398,9 @@ class Engine:
             run.handed_on = bool(c.leased) and not d.woken and len(c.summary.get("next", ())) == len(c.leased)
             self.scheduler.wake(for_stop_only=run.handed_on)
 
-        await self._commit(run, apply, done)
+        return self._unit(apply, done)
 
-    async def _commit_wait(self, run: AttemptRun, result: WaitResult) -> None:
+    def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
         owner = self.owner if self.scheduler.drives(run.flow_id) else None
 
         def apply(tx: Any) -> w.Woken | None:
@@ -408,7 +413,7 @@ class Engine:
             self.after_woken(run.flow_id, (woken,) if woken else ())
             self.wake()
 
-        await self._commit(run, apply, done)
+        return self._unit(apply, done)
 
     def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
         now = self.now(flow_id)
@@ -424,15 +429,14 @@ class Engine:
             run = self.runs.get((flow_id, seid))
             if run is not None:
                 run.fence(reason)
-                if run.task is not None and not run.task.done():
-                    run.task.cancel()
+                run.cancel()
             self.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
 
-    async def _commit_failure(self, run: AttemptRun, failure: t.Failure) -> None:
+    def _failure_unit(self, run: AttemptRun, failure: t.Failure) -> Unit[Any]:
         def apply(tx: Any) -> t.Failed:
             return t.fail(tx, run.step, self.owner, failure, self.definitions, self.now(run.flow_id))
 
-        await self._commit(run, apply, lambda failed: self._after_failure(
+        return self._unit(apply, lambda failed: self._after_failure(
             run.flow_id, run.seid, run.spec.step_type, run.attempt, failure, failed))
 
     def _after_failure(self, flow_id: str, seid: str, step_type: str, attempt: int, failure: t.Failure,
@@ -453,8 +457,7 @@ class Engine:
             run = self.runs.get(key)
             if run is not None:
                 run.fence(f"flow {closed.status.value}")
-                if run.task is not None and not run.task.done():
-                    run.task.cancel()
+                run.cancel()
         self.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
                   errorMessage=closed.message)
 

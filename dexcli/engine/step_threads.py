@@ -8,6 +8,9 @@ concurrent.futures Future chained to an asyncio one, and results go back in batc
 first result of a batch schedules one `call_soon_threadsafe` and every result that arrives
 before the loop runs it rides along, so many calls ending together wake the loop once.
 
+A call may name a function instead (`call`): it gets (ok, result or exception) on the loop,
+straight from the batch's delivery, with no future and no wake-up of its own.
+
 `busy` counts calls handed over whose results the loop has not taken yet (a call whose
 awaiting task was cancelled counts until its thread returns). It is only touched on the
 loop's thread; an auto-advancing clock does not jump while it is above 0.
@@ -23,7 +26,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-_Call = tuple[Callable[..., Any], tuple[Any, ...], contextvars.Context, "asyncio.Future[Any]"]
+Then = Callable[[bool, Any], None]  # told on the loop: (True, result) or (False, exception)
+_Target = asyncio.Future[Any] | Then
+_Call = tuple[Callable[..., Any], tuple[Any, ...], contextvars.Context, _Target]
 
 
 class StepThreads:
@@ -35,33 +40,39 @@ class StepThreads:
         self._lock = threading.Lock()  # guards _idle, _threads, _done, _closed
         self._idle: list[threading.Lock] = []  # each idle thread parks on its own (held) lock
         self._threads = 0
-        self._done: list[tuple[asyncio.Future[Any], bool, Any]] = []
+        self._done: list[tuple[_Target, bool, Any]] = []
         self._closed = False
         self.busy = 0
 
     def submit(self, fn: Callable[..., Any], args: tuple[Any, ...], ctx: contextvars.Context) -> asyncio.Future[Any]:
         """Run `ctx.run(fn, *args)` on a handler thread; the future resolves on the loop."""
         future = self._loop.create_future()
+        self.call(fn, args, ctx, future)
+        return future
+
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], ctx: contextvars.Context,
+             then: _Target) -> None:
+        """Run `ctx.run(fn, *args)` on a handler thread; `then` (a future, or a function given
+        (ok, value)) gets its outcome on the loop."""
         self.busy += 1
-        self._calls.append((fn, args, ctx, future))
+        self._calls.append((fn, args, ctx, then))
         with self._lock:
             if self._idle:
                 self._idle.pop().release()
-                return future
+                return
             if self._threads >= self._max:
-                return future  # a busy thread takes it when its call ends
+                return  # a busy thread takes it when its call ends
             self._threads += 1
         park = threading.Lock()
         park.acquire()
         threading.Thread(target=self._work, args=(park,), name=f"{self._name}-{self._threads}",
                          daemon=True).start()
-        return future
 
     def _work(self, park: threading.Lock) -> None:
         calls = self._calls
         while True:
             try:
-                fn, args, ctx, future = calls.popleft()
+                fn, args, ctx, then = calls.popleft()
             except IndexError:
                 with self._lock:
                     if self._closed:
@@ -73,13 +84,13 @@ class StepThreads:
                 park.acquire()  # until submit (or close) releases it
                 continue
             try:
-                result: tuple[asyncio.Future[Any], bool, Any] = (future, True, ctx.run(fn, *args))
+                result: tuple[_Target, bool, Any] = (then, True, ctx.run(fn, *args))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                result = (future, False, exc)
+                result = (then, False, exc)
             self._post(result)
-            del fn, args, ctx, future, result  # a parked thread keeps nothing of its last call alive
+            del fn, args, ctx, then, result  # a parked thread keeps nothing of its last call alive
 
-    def _post(self, result: tuple[asyncio.Future[Any], bool, Any]) -> None:
+    def _post(self, result: tuple[_Target, bool, Any]) -> None:
         with self._lock:
             self._done.append(result)
             first = len(self._done) == 1
@@ -92,6 +103,9 @@ class StepThreads:
             done, self._done = self._done, []
         self.busy -= len(done)
         for future, ok, value in done:
+            if not isinstance(future, asyncio.Future):
+                future(ok, value)  # it must not raise (SyncAttempt does not)
+                continue
             if future.cancelled():
                 continue
             if ok:

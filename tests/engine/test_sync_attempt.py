@@ -1,0 +1,184 @@
+"""Attempts of plain sync `execute` handlers run without a task (dexcli.engine.sync_attempt):
+a timeout while the handler is in its thread, a fence while it waits for its thread or its
+commit, and a stop with such attempts in flight keep the task path's rules."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, graceful_complete
+from dexcli.engine import waiting
+from dexcli.engine.events import Event
+from dexcli.engine.faults import Faults
+from dexcli.engine.runner import Runner
+from dexcli.engine.sync_attempt import SyncAttempt
+from dexcli.testing import DexTestEnv
+from tests.engine.engine_flows import opts
+
+
+class Held(Step[int]):
+    """Sync. Each call runs `on_call(attempt)` in its thread; the attempts in `hold` then block
+    until `release` is set."""
+
+    def __init__(self, options: StepOptions, hold: tuple[int, ...] = (1,)) -> None:
+        self.options = options
+        self.hold = hold
+        self.release = threading.Event()
+        self.on_call: Callable[[int], None] = lambda attempt: None
+
+    def get_step_options(self) -> StepOptions:
+        return self.options
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        self.on_call(context.attempt)
+        if context.attempt in self.hold:
+            assert self.release.wait(30), "never released"
+        return graceful_complete(input + context.attempt)
+
+
+class HeldFlow(Flow[int]):
+    def __init__(self, step: Held) -> None:
+        self.step = step
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(self.step)
+
+
+def callback_driven(env: DexTestEnv) -> dict[str, Any]:
+    """Record the loop; fail the test if an attempt gets a task (this path would be untested)."""
+    seen: dict[str, Any] = {}
+
+    def started(ev: Event) -> None:
+        if ev.type == "attemptStarted":
+            run = env.engine.runs[(ev.flow_id, ev.data["stepExecutionId"])]
+            assert isinstance(run.driver, SyncAttempt)
+            seen["loop"] = asyncio.get_running_loop()
+
+    env.engine.listeners.append(started)
+    return seen
+
+
+def outcomes(env: DexTestEnv, flow_id: str) -> list[str]:
+    [step] = env.inspect(flow_id)["steps"]
+    return [a["outcome"] for a in step["attempts"]]
+
+
+def no_completion(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Count applied completions: a fenced attempt's unit must be skipped, never applied."""
+    applied: list[str] = []
+    real = waiting.complete_execute
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        applied.append(args[1].seid)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(waiting, "complete_execute", spy)
+    return applied
+
+
+def test_a_timeout_while_the_handler_is_in_its_thread_is_committed_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    applied = no_completion(monkeypatch)
+    step = Held(opts(timeout=20, attempts=2, initial=1))
+    with DexTestEnv() as env:
+        callback_driven(env)
+
+        def on_call(attempt: int) -> None:
+            if attempt == 1:
+                env.clock.advance(100)  # past its StartToClose while it is still in its thread
+            else:
+                step.release.set()  # attempt 2 runs only once attempt 1's timeout is committed
+
+        step.on_call = on_call
+        result = env.run(HeldFlow(step), 10, "f")
+        assert result.single_output(int) == 12  # attempt 1's late result was ignored
+        assert outcomes(env, "f") == ["TIMED_OUT", "COMPLETED"]
+        assert applied == ["Held-1"]  # attempt 2's decision only
+        assert not env.engine.runs
+
+
+def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    applied = no_completion(monkeypatch)
+    step = Held(opts(attempts=1))
+    with DexTestEnv() as env:
+        seen = callback_driven(env)
+
+        def closed(ev: Event) -> None:
+            if ev.type == "flowClosed":
+                step.release.set()  # the handler returns only after the fence
+
+        env.engine.listeners.append(closed)
+        step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(env.engine.stop_flow, "f")
+        env.run(HeldFlow(step), 1, "f")
+        assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
+        assert applied == []
+        assert not any(e["type"] == "stepCompleted" for e in env.events)
+        assert not env.engine.runs and env.engine.release_interrupted() == 0
+
+
+class StopBeforeCommit(Faults):
+    """At before-commit (the decision judged, its unit not yet submitted) the flow is stopped
+    in the same loop pass, before the group commit flushes."""
+
+    engine: Any = None
+
+    def hit(self, point: str, step_type: str, count: int = 1, where: Callable[[], str] | str = "") -> None:
+        if point == "before-commit":
+            asyncio.get_running_loop().call_soon(self.engine.stop_flow, "f")
+
+
+def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    applied = no_completion(monkeypatch)
+    faults = StopBeforeCommit()
+    with DexTestEnv(faults=faults) as env:
+        faults.engine = env.engine
+        callback_driven(env)
+        env.run(HeldFlow(Held(opts(attempts=1), hold=())), 1, "f")
+        assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
+        assert applied == []  # its unit was skipped, not applied and fenced
+        assert not any(e["type"] == "stepCompleted" for e in env.events)
+        assert not env.engine.runs and env.engine.release_interrupted() == 0
+
+
+def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -> None:
+    step = Held(opts(attempts=2), hold=(1,))
+    stopping = threading.Event()
+    with DexTestEnv() as env:
+        seen = callback_driven(env)
+
+        def on_call(attempt: int) -> None:
+            if attempt == 1:  # a worker's stop request (or SIGTERM, a closed output) meanwhile
+                stopping.set()
+                seen["loop"].call_soon_threadsafe(env.engine.wake)
+
+        step.on_call = on_call
+        env.start(HeldFlow(step), 10, "f")
+        env.drive(["f"], until=stopping.is_set)
+        assert not env.engine.runs
+        assert env.engine.release_interrupted() == 1
+        step.release.set()
+        assert outcomes(env, "f") == ["INTERRUPTED"]
+        assert env.client.wait_for_flow("f").single_output(int) == 12
+
+
+def test_ctrl_c_with_the_handler_in_its_thread_releases_the_attempt() -> None:
+    step = Held(opts(attempts=2), hold=(1,))
+    with DexTestEnv() as env:
+        seen = callback_driven(env)
+
+        def ctrl_c() -> None:
+            raise KeyboardInterrupt
+
+        step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(ctrl_c) if attempt == 1 else None
+        env.start(HeldFlow(step), 10, "f")
+        runner = Runner(env.engine)
+        with pytest.raises(KeyboardInterrupt):
+            runner.drive(["f"], until=runner.closed("f"))  # releases what it was running
+        step.release.set()
+        [s] = env.inspect("f")["steps"]
+        assert s["status"] == "QUEUED" and outcomes(env, "f") == ["INTERRUPTED"]
+        assert env.client.wait_for_flow("f").single_output(int) == 12
