@@ -44,7 +44,9 @@ def json_object(*parts: dict[str, Any] | tuple[str, str]) -> str:
     pieces = []
     for part in parts:
         if isinstance(part, tuple):
-            pieces.append(f"{_COMPACT.encode(part[0])}:{part[1]}")
+            key = part[0]  # our own names: a plain identifier needs no escaping
+            pieces.append(f'"{key}":{part[1]}' if key.isidentifier() and key.isascii() else
+                          f"{_COMPACT.encode(key)}:{part[1]}")
         elif part:
             pieces.append(_COMPACT.encode(part)[1:-1])
     return "{" + ",".join(pieces) + "}"

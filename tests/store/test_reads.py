@@ -73,6 +73,7 @@ def test_an_event_payload_may_come_already_encoded(store: Store) -> None:
     text = json_object({"a": 1, "b": "x"}, ("input", '{"z": [1, 2], "y": null}'), {}, {"c": [True]})
     assert text == '{"a":1,"b":"x","input":{"z": [1, 2], "y": null},"c":[true]}'
     assert json_object() == "{}" and json_object(("k", "[]")) == '{"k":[]}'
+    assert json.loads(json_object(('a "quoted" key', "1"), ("clé", "2"))) == {'a "quoted" key': 1, "clé": 2}
     with store.tx() as tx:
         add_flow(tx, "f")
         tx.add_event("f", T0, "Spliced", text)
