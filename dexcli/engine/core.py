@@ -385,8 +385,9 @@ class Engine:
 
         def done(d: w.ExecuteDone) -> None:
             now, c = self.now(run.flow_id), d.completed
-            self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                      attempt=run.attempt, duration=now - run.started, decision=c.summary)
+            if self.events.listeners:
+                self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                          attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self._after_close(run.flow_id, c.closed)
             self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
@@ -395,7 +396,7 @@ class Engine:
             self.after_woken(run.flow_id, d.woken)
             self.faults.hit("after-commit", run.spec.step_type, where=run.where)
             # every step it created runs here already: nothing new is due for the scheduler
-            run.handed_on = bool(c.leased) and not d.woken and len(c.summary.get("next", ())) == len(c.leased)
+            run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             self.scheduler.wake(for_stop_only=run.handed_on)
 
         return self._unit(apply, done)

@@ -353,7 +353,7 @@ def test_complete_writes_the_next_step_and_the_event(store: Store, defs: Definit
         done = t.complete(tx, key(first), first.step, T0, decision(DecisionKind.NEXT, nxt(defs, "Work", 7)),
                           first.definition, T0 + 1.5, lease_next=False)
     summary = {"kind": "goTo", "next": [{"stepType": "Work", "stepExecutionId": "Work-1", "input": 7}]}
-    assert done == t.Completed(summary, None, ())
+    assert (done.summary, done.closed, done.leased, done.created) == (summary, None, (), 1)
     s = steps(store)
     assert (s["Start-1"].status, s["Start-1"].end_time, json.loads(s["Start-1"].decision or "")) == (
         StepState.COMPLETED, T0 + 1.5, summary)

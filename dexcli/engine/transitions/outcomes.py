@@ -42,9 +42,16 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Completed:
-    summary: dict[str, Any]  # the decision as history and `dex inspect` show it
+    summary_json: str  # the decision as history and `dex inspect` show it
     closed: Closed | None
     leased: tuple[Leased, ...]
+    created: int = 0  # how many next steps it created
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The decision as a value (decoded when asked: only event listeners need it)."""
+        value: dict[str, Any] = json.loads(self.summary_json)
+        return value
 
 
 def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
@@ -64,7 +71,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
             tx.next_step_number(key.flow_id, nxt.spec.step_type)
         created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
-    summary, summary_json = _summary(decision, created)
+    summary_json = _summary(decision, created)
     if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
@@ -78,36 +85,30 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     closed = _forced(decision)
     if closed is not None:
         close(tx, key.flow_id, now, closed, completions or flow.completions)
-        return Completed(summary, closed, ())
+        return Completed(summary_json, closed, (), len(created))
     if graceful and close(tx, key.flow_id, now, _GRACEFUL, completions or flow.completions, if_idle=True):
-        return Completed(summary, _GRACEFUL, ())  # no step left open: the flow completes
+        return Completed(summary_json, _GRACEFUL, (), len(created))  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
     got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
-    return Completed(summary, None, got)
+    return Completed(summary_json, None, got, len(created))
 
 
-def _summary(decision: Decision, created: list[StepRecord]) -> tuple[dict[str, Any], str]:
-    """The decision as history and `dex inspect` show it: the value (for the engine's events)
-    and its JSON text, which splices each next step's input as it is already encoded."""
-    summary: dict[str, Any] = {"kind": decision.kind.value}
+def _summary(decision: Decision, created: list[StepRecord]) -> str:
+    """The decision as history and `dex inspect` show it, as JSON text: each next step's input
+    is spliced in as it is already encoded."""
     rest: dict[str, Any] = {}
     if decision.has_output:
         rest["output"] = decision.output
     if decision.reason is not None:
         rest["reason"] = decision.reason
     if not created:
-        summary.update(rest)
-        return summary, json_object(summary)
-    pairs = list(zip(created, decision.next_steps, strict=True))
-    summary["next"] = [{"stepType": s.step_type, "stepExecutionId": s.step_execution_id,
-                        "input": json.loads(n.input_json)} for s, n in pairs]
-    summary.update(rest)
+        return json_object({"kind": decision.kind.value}, rest)
     nexts = ",".join(json_object({"stepType": s.step_type, "stepExecutionId": s.step_execution_id},
-                                 ("input", n.input_json)) for s, n in pairs)
-    return summary, json_object({"kind": decision.kind.value}, ("next", f"[{nexts}]"), rest)
+                                 ("input", n.input_json)) for s, n in zip(created, decision.next_steps, strict=True))
+    return json_object({"kind": decision.kind.value}, ("next", f"[{nexts}]"), rest)
 
 
 def _collect(completions: str, decision: Decision, step: StepRecord) -> str | None:
