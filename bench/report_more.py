@@ -42,10 +42,11 @@ def concurrent(r: dict[str, Any]) -> list[dict[str, str]]:
                                    else "")
         if not met:
             why += (f"; needs {20 / ratio['median']:.1f}× more. Per flow the worker spends "
-                    f"{dex['cpu_ms_per_flow']:.2f} ms of CPU, mostly Python spread thin: per transition an "
-                    "asyncio task step or three, the decision checked, ~6 statements' worth of records and "
-                    "bindings, four JSON encodings (bench/PROFILE.md); the thread hand-off is batched and SQLite "
-                    f"commits are shared ({dex['commits_per_transition']:.3f} commits per transition)")
+                    f"{dex['cpu_ms_per_flow']:.2f} ms of CPU, spread thin: per transition the attempt's "
+                    "callbacks, the decision checked, ~7 statements with their records and bindings (SQLite is "
+                    "about a third), the history JSON; no single item above ~10 % (bench/PROFILE.md). The thread "
+                    f"hand-off is batched and SQLite commits are shared ({dex['commits_per_transition']:.3f} "
+                    "commits per transition)")
     else:
         why = "DBOS peer not run: " + ((peer or {}).get("error") or "not installed / --no-dbos")
     why += (f". dex {dex['flows']} flows: start {dex['start_s']:.2f} s (one gather, {dex['start_commits']} "

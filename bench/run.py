@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -309,6 +310,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--results", type=Path, default=None,
                     help="where to write RESULTS.md (default bench/RESULTS.md; '-' for nowhere)")
     ap.add_argument("--json", type=Path, default=None, help="also dump the raw results as JSON here")
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="measure nothing: render the table and RESULTS.md again from a --json dump of a run")
     return ap.parse_args(argv)
 
 
@@ -317,8 +320,28 @@ def _shown(args: list[str]) -> list[str]:
     return [Path(a).name if os.sep in a else a for a in args]
 
 
+def rerender(source: Path, target: Path | None) -> int:
+    """The report of an earlier run (its --json dump) rendered again by this report code: the
+    same measurements, machine and command; only the texts are today's."""
+    text = source.read_text()
+    data = json.loads(text)
+    meta, results = data["meta"], data["results"]
+    rows = report.evaluate(results, meta)
+    print(report.table(rows))
+    target = target if target is not None else ROOT / "bench" / "RESULTS.md"
+    if str(target) != "-":
+        # the run's temporary work directory (named in dumps from before meta kept it)
+        found = re.search(r"/[^\s\"']*/dex-bench-\w+", text)
+        workdir = Path(meta.get("workdir") or (found.group(0) if found else "/nonexistent"))
+        target.write_text(report.without_local_paths(report.markdown(rows, results, meta), workdir))
+        log(f"wrote {target} from {source}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.from_json is not None:
+        return rerender(args.from_json, args.results)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in only if s not in SCENARIOS + OPTIONAL]
     if unknown:
@@ -356,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"{name}: done in {time.perf_counter() - t0:.1f} s")
         meta = report.machine_info(workdir)
-        meta.update(command=" ".join([Path(sys.executable).name, "-m", "bench", *_shown(argv or sys.argv[1:])]),
+        meta.update(workdir=str(workdir),
+                    command=" ".join([Path(sys.executable).name, "-m", "bench", *_shown(argv or sys.argv[1:])]),
                     dbos=dbos_note, config=cfg, started=started, quick=args.quick,
                     elapsed_s=time.time() - started,
                     load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)")

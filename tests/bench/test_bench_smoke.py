@@ -44,6 +44,12 @@ def test_quick_run_writes_a_report(tmp_path: Path) -> None:
     text = results.read_text()
     assert "## Targets" in text and "quick mode" in text
     assert "verdict" in proc.stdout
+    assert str(tmp_path) not in text  # the work directory is <workdir> in a committed report
+    again = tmp_path / "again.md"  # rendered from the dump alone: the same report, measured once
+    proc = subprocess.run([sys.executable, "-m", "bench", "--from-json", str(raw), "--results", str(again)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert again.read_text() == text
 
 
 def test_unknown_scenario_is_a_usage_error() -> None:
