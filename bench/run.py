@@ -326,6 +326,7 @@ def rerender(source: Path, target: Path | None) -> int:
     text = source.read_text()
     data = json.loads(text)
     meta, results = data["meta"], data["results"]
+    meta["rendered_at"] = report.git_head()
     rows = report.evaluate(results, meta)
     print(report.table(rows))
     target = target if target is not None else ROOT / "bench" / "RESULTS.md"
