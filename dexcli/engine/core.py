@@ -236,9 +236,19 @@ class Engine:
         if SyncAttempt.fits(run, loop):  # a plain sync execute: callbacks, no task
             run.driver = SyncAttempt(self, run, ctx)
         else:
-            run.driver = loop.create_task(self._run_attempt(run), context=ctx)
+            task = loop.create_task(self._run_attempt(run), context=ctx)
+            task.add_done_callback(lambda _: self._never_began(run))
+            run.driver = task
+
+    def _never_began(self, run: AttemptRun) -> None:
+        """A task cancelled before its first step (its flow closed in the same loop pass, or
+        the loop stopped) never ran `_run_attempt`: end it here as its `finally` would."""
+        if not run.began:
+            self.interrupted(run)
+            self.attempt_ended(run)
 
     async def _run_attempt(self, run: AttemptRun) -> None:
+        run.began = True
         current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
             self.attempt_started(run)
