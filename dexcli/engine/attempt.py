@@ -91,6 +91,12 @@ class AttemptRun:
         return earliest_deadline(self.attempt_deadline, self.last_heartbeat + self.opts.heartbeat_timeout,
                                  self.total_deadline)
 
+    def disarm(self) -> None:
+        """Its watchdog off (it ended, or the timer is about to be set again)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
     def fence(self, reason: str) -> None:
         if self.fenced is None:
             self.fenced = reason
@@ -288,14 +294,20 @@ async def _inline(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+def stalls(run: AttemptRun) -> bool:
+    """The injected faults of an attempt about to call its handler: `--fail` raises here;
+    True for `--stall` (a stuck worker: no heartbeat, no progress, until the watchdog)."""
+    faults = run.host.faults
+    if faults.should_fail(run.spec.step_type, run.attempt):
+        raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
+    return faults.should_stall(run.spec.step_type, run.attempt)
+
+
 async def invoke(run: AttemptRun, value: Any) -> Any:
     """Run the handler in its form and return what it returned."""
     spec = run.spec
-    faults = run.host.faults
-    if faults.should_fail(spec.step_type, run.attempt):
-        raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
-    if faults.should_stall(spec.step_type, run.attempt):
-        await asyncio.Event().wait()  # a stuck worker: no heartbeat, no progress
+    if stalls(run):
+        await asyncio.Event().wait()
     waiting = run.method is Method.WAIT_FOR
     kind = spec.wait_kind if waiting else spec.handler_kind
     handler = spec.instance.wait_for if waiting else spec.instance.execute

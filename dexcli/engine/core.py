@@ -317,7 +317,7 @@ class Engine:
         for key in list(self._by_flow.get(flow_id, ())):
             run = self.runs.get(key)
             if run is not None and run.timer is not None:
-                run.timer.cancel()
+                run.disarm()
                 self._watch(run)
 
     def arm(self, run: AttemptRun) -> Any:
@@ -340,9 +340,7 @@ class Engine:
         except (Exception, AttemptFencedError) as exc:  # judged below, once the watchdog is off
             error = exc
         finally:
-            if run.timer is not None:
-                run.timer.cancel()
-                run.timer = None
+            run.disarm()
         unit = self.commit_unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
         if unit is not None:
             await self._commit(run, unit)

@@ -28,8 +28,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from dexcli.engine import transitions as t
-from dexcli.engine.attempt import AttemptRun, SyncContext
-from dexcli.engine.faults import InjectedError
+from dexcli.engine.attempt import AttemptRun, SyncContext, stalls
 from dexcli.engine.host import current_flow
 from dexcli.engine.outcome import judge
 from dexcli.sdk.errors import AttemptFencedError
@@ -92,12 +91,9 @@ class SyncAttempt:
         except Exception as exc:
             self._unrecorded(exc)
             return
-        faults = engine.faults
         try:
-            if faults.should_fail(run.spec.step_type, run.attempt):
-                raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
-            if faults.should_stall(run.spec.step_type, run.attempt):
-                return  # a stuck worker: no heartbeat, no progress, until the watchdog
+            if stalls(run):
+                return
             loop: Any = run.loop  # it has call_in_thread (see `fits`)
             self.in_thread = True
             loop.call_in_thread(self._returned, run.spec.instance.execute, SyncContext(run), value)
@@ -125,10 +121,7 @@ class SyncAttempt:
             self.run.loop.call_soon(_reraise, value)
 
     def _returned_with(self, result: Any, error: BaseException | None) -> None:
-        run = self.run
-        if run.timer is not None:
-            run.timer.cancel()
-            run.timer = None
+        self.run.disarm()
         self._judge(result, error)
 
     def _judge(self, result: Any, error: BaseException | None) -> None:
@@ -176,11 +169,8 @@ class SyncAttempt:
         if self.over:
             return
         self.over = True
-        run = self.run
-        if run.timer is not None:
-            run.timer.cancel()
-            run.timer = None
-        self.engine.attempt_ended(run)
+        self.run.disarm()
+        self.engine.attempt_ended(self.run)
 
 
 def halt(runs: Iterable[AttemptRun]) -> None:
