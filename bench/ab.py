@@ -39,7 +39,12 @@ MEASURES = {
 
 def unpack(rev: str, into: Path) -> Path:
     into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev], check=True, capture_output=True).stdout
+    got = subprocess.run(["git", "archive", rev], capture_output=True)
+    if got.returncode:
+        why = (got.stderr.decode().strip().splitlines() or ["git archive failed"])[-1]
+        print(f"bench.ab: error: {rev!r} is not a commit of this repository ({why})", file=sys.stderr)
+        raise SystemExit(2)
+    archive = got.stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
@@ -51,7 +56,8 @@ def measure(tree: Path, name: str, work: Path) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"{name} in {tree}: {done.stderr.strip().splitlines()[-1:]}")
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"bench.ab: error: {name} failed in {tree}: {why}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

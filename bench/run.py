@@ -323,9 +323,14 @@ def _shown(args: list[str]) -> list[str]:
 def rerender(source: Path, target: Path | None) -> int:
     """The report of an earlier run (its --json dump) rendered again by this report code: the
     same measurements, machine and command; only the texts are today's."""
-    text = source.read_text()
-    data = json.loads(text)
-    meta, results = data["meta"], data["results"]
+    try:
+        text = source.read_text()
+        data = json.loads(text)
+        meta, results = data["meta"], data["results"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"--from-json {source}: not a dump of `python -m bench --json` ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
+        return 2
     meta["rendered_at"] = report.git_head()
     rows = report.evaluate(results, meta)
     print(report.table(rows))

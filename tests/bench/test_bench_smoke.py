@@ -58,3 +58,20 @@ def test_unknown_scenario_is_a_usage_error() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "unknown scenario" in proc.stderr
+
+
+def test_a_report_from_something_not_a_dump_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    for source in (bad, tmp_path / "missing.json"):
+        proc = subprocess.run([sys.executable, "-m", "bench", "--from-json", str(source), "--results", "-"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "not a dump of `python -m bench --json`" in proc.stderr
+
+
+def test_ab_of_a_commit_that_does_not_exist_is_a_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench.ab", "no-such-commit", "HEAD", "--rounds", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "'no-such-commit' is not a commit of this repository" in proc.stderr
