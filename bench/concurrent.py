@@ -55,17 +55,20 @@ def concurrent_drain(db: str, n: int) -> dict[str, Any]:
         engine = worker.engine
         tune_gc()  # what `dex worker` does before it drives
         c0, tr0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
+        s0 = engine.store.statements
         t0 = time.perf_counter()
         worker.run(until_idle=True)
         wall = time.perf_counter() - t0
         cpu = cpu_seconds() - cpu0
         commits, transitions = engine.store.commits - c0, engine.stats["transitions"] - tr0
+        statements = engine.store.statements - s0
     conn = sqlite3.connect(db)
     done = conn.execute("SELECT COUNT(*) FROM flows WHERE status = 'COMPLETED'").fetchone()[0]
     conn.close()
     out = {"flows": n, "drain_s": wall, "drain_flows_per_s": n / wall, "cpu_s": cpu, "cpu_ms_per_flow": cpu * 1000 / n,
            "peak_rss_mib": peak_rss_mib(), "commits": commits, "transitions": transitions,
-           "commits_per_transition": commits / max(1, transitions), "completed": done}
+           "commits_per_transition": commits / max(1, transitions), "completed": done,
+           "statements": statements, "statements_per_transition": statements / max(1, transitions)}
     if done != n:
         out["error"] = f"only {done}/{n} flows completed"
     return out

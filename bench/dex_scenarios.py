@@ -45,12 +45,13 @@ def throughput(db: str, n: int) -> dict[str, Any]:
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
     tune_gc()  # what `dex worker` does for a process that runs many flows
     commits0, trans0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
-    commit_s0 = engine.store.commit_seconds
+    commit_s0, statements0 = engine.store.commit_seconds, engine.store.statements
     t0 = time.perf_counter()
     run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
     wall = time.perf_counter() - t0
     cpu = cpu_seconds() - cpu0
     commits = engine.store.commits - commits0
+    statements = engine.store.statements - statements0
     commit_us = (engine.store.commit_seconds - commit_s0) * 1e6 / max(1, commits)
     handoff_us = run_on_clock(_handoffs, engine.clock)
     transitions = engine.stats["transitions"] - trans0
@@ -68,6 +69,7 @@ def throughput(db: str, n: int) -> dict[str, Any]:
         "commits": commits, "transitions": transitions, "flow_starts": n,
         "commits_per_transition": commits / max(1, transitions),
         "commits_per_transition_incl_start": commits / max(1, transitions + n),
+        "statements": statements, "statements_per_transition": statements / max(1, transitions),
         "not_completed": bad, "commit_us": commit_us, "handoff_us": handoff_us,
     }
 

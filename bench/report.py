@@ -168,6 +168,14 @@ def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
                      f"({dex['commits_per_transition_incl_start']:.2f} counting starts as transitions)"
                      + "; the start leases the first step (the caller drives the flow next, as `dex run` does) "
                        "and each completion leases the next, so a flow costs its start and one commit per step"))
+    if "statements" in dex:  # results from before the counter have none
+        rows.append(_row("1 throughput", "SQL statements per step transition",
+                         f"{dex['statements_per_transition']:.1f}", "—", "—", "info",
+                         f"{dex['statements']} statements (BEGIN and COMMIT included, `Store.statements`) for "
+                         f"{dex['transitions']} transitions + {dex['flow_starts']} starts: "
+                         f"{dex['statements'] / max(1, dex['flow_starts']):.1f} per flow. When this issue was filed: "
+                         "~13 per transition (its text); 14.0 (42 per flow, 5 COMMITs) measured at 5355620 "
+                         "(bench/PROFILE.md round 3)"))
     if raw_rate:
         rows.append(_row("1 throughput", "raw SQLite single-row commits/s (WAL, NORMAL)", _f(raw_rate, ",.0f"),
                          "—", "—", "info",

@@ -62,8 +62,16 @@ def concurrent(r: dict[str, Any]) -> list[dict[str, str]]:
                      f"— / {peer['cpu_ms_per_flow']:.2f} ms / {peer['peak_rss_mib']:.0f} MiB"
                      if peer and "error" not in peer else "—", "—", "info",
                      f"worker process only: {dex['commits']} commits for {dex['transitions']} transitions "
-                     "(group commit: every attempt that ends in the same loop pass shares one transaction)"))
+                     "(group commit: every attempt that ends in the same loop pass shares one transaction)"
+                     + _statements(dex)))
     return rows
+
+
+def _statements(dex: dict[str, Any]) -> str:
+    if "statements" not in dex:  # results from before the counter
+        return ""
+    return (f"; {dex['statements_per_transition']:.1f} SQL statements per transition ({dex['statements']}, "
+            "BEGIN and COMMIT included; 7.0 at 5355620, bench/PROFILE.md round 3)")
 
 
 def waits(r: dict[str, Any]) -> list[dict[str, str]]:

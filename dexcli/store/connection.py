@@ -61,12 +61,14 @@ class Connection(sqlite3.Connection):
     replaced: DatabaseReplacedError | None = None  # once seen, every write transaction fails
     failure: DatabaseConditionError | None = None  # the last condition seen
     on_failure: Callable[[DatabaseConditionError], None] | None = None  # told of each, before it raises
+    statements = 0  # execute() calls on this connection, BEGIN and COMMIT included (for bench/)
     _checked_at = 0.0
 
     def cursor(self, factory: Any = Cursor) -> Any:
         return super().cursor(factory)
 
     def execute(self, sql: str, parameters: Any = ()) -> Any:
+        self.statements += 1
         if sql == "BEGIN IMMEDIATE":
             self._check_identity()
         try:

@@ -63,6 +63,11 @@ class Store:
             self._conn.close()
 
     @property
+    def statements(self) -> int:
+        """SQL statements run on this store's connection so far, BEGIN and COMMIT included (bench/)."""
+        return self._conn.statements
+
+    @property
     def failure(self) -> DatabaseConditionError | None:
         """The last condition outside dex that failed a statement (disk full, a lock held too
         long, the file deleted or replaced), or None."""

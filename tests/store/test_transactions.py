@@ -16,12 +16,13 @@ class Interrupt(BaseException):
 
 
 def test_a_commit_is_visible_to_another_connection(store: Store, db: Path) -> None:
-    before, spent = store.commits, store.commit_seconds
+    before, spent, statements = store.commits, store.commit_seconds, store.statements
     with store.tx() as tx:
         add_flow(tx, "f")
         add_step(tx, "f", "A-1")
         tx.add_event("f", T0, "FlowStarted", {"x": 1})
     assert store.commits == before + 1
+    assert store.statements == statements + 5  # BEGIN, the flow, the step, the event, COMMIT (bench/ counts them)
     assert store.commit_seconds > spent  # the COMMIT's time is counted (bench/ reports it per commit)
     assert raw(db, "SELECT flow_id FROM flows") == [("f",)]
     assert raw(db, "SELECT step_execution_id FROM steps") == [("A-1",)]
