@@ -31,10 +31,20 @@ from dexcli.store.tx_waits import WaitStatements
 
 _OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
-_STEP_FIELDS = tuple(STEP_COLUMNS.split(", "))
-_STEP_MARKS = ", ".join("?" for _ in _STEP_FIELDS)
-_STEP_VALUES = attrgetter(*_STEP_FIELDS)  # not astuple: it deep-copies
-_INSERT_STEP = f"INSERT INTO steps ({STEP_COLUMNS}) VALUES ({_STEP_MARKS})"
+# A new step's row names only what a step can have at its creation; what it gains later
+# (heartbeats, its decision, its wait, locals...) starts at the table's defaults. Binding those
+# as NULL/False would cost more than the rest of the INSERT: each None or bool parameter goes
+# through sqlite3's adaptation lookup (~0.35 µs apiece, 13 of them per step).
+LATER_STEP_FIELDS = ("last_heartbeat_time", "heartbeat_value", "has_heartbeat_value", "decision", "end_time",
+                 "method_base", "wait", "wait_started", "wait_ended", "condition_results", "wait_for_failed",
+                 "locals", "lock_wait")
+_LATER_VALUES = attrgetter(*LATER_STEP_FIELDS)
+_LATER_DEFAULTS = (None, None, False, None, None, 0, None, None, None, None, False, None, None)
+_NEW_STEP_FIELDS = tuple(f for f in STEP_COLUMNS.split(", ") if f not in LATER_STEP_FIELDS)
+_NEW_STEP_VALUES = attrgetter(*_NEW_STEP_FIELDS)  # not astuple: it deep-copies
+_STATUS, _METHOD = _NEW_STEP_FIELDS.index("status"), _NEW_STEP_FIELDS.index("method")
+_INSERT_STEP = (f"INSERT INTO steps ({', '.join(_NEW_STEP_FIELDS)}) "
+                f"VALUES ({', '.join('?' for _ in _NEW_STEP_FIELDS)})")
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -128,8 +138,12 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return int(row[1]) + 1, int(row[0]) + 1
 
     def insert_step(self, step: StepRecord) -> None:
-        values = list(_STEP_VALUES(step))
-        values[7], values[23] = step.status.value, step.method.value
+        """Insert a new step execution (its later fields must still be their defaults)."""
+        if _LATER_VALUES(step) != _LATER_DEFAULTS:
+            raise ValueError(f"step {step.step_execution_id}: a new step has no heartbeat, decision, wait, "
+                             "locals or lock wait yet")
+        values = list(_NEW_STEP_VALUES(step))
+        values[_STATUS], values[_METHOD] = step.status.value, step.method.value
         self.c.execute(_INSERT_STEP, values)
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:

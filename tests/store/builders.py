@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dexcli.store import FlowRecord, StepRecord, StepState, Store, Tx
+from dexcli.store.tx import LATER_STEP_FIELDS
 
 T0 = 1_000.0
 OPTIONS = '{"note": "the store keeps options as opaque text"}'
@@ -36,8 +37,15 @@ def make_step(flow_id: str, seid: str, **changes: Any) -> StepRecord:
 
 
 def add_step(tx: Tx, flow_id: str, seid: str, **changes: Any) -> StepRecord:
+    """Insert a step; fields only later moves write (a heartbeat, a decision, an end time...)
+    are set after the insert, as those moves would have (insert_step refuses them)."""
+    later = {k: changes.pop(k) for k in list(changes) if k in LATER_STEP_FIELDS}
     step = make_step(flow_id, seid, **changes)
     tx.insert_step(step)
+    if later:
+        tx.c.execute(f"UPDATE steps SET {', '.join(f'{k} = ?' for k in later)} "
+                     "WHERE flow_id = ? AND step_execution_id = ?", (*later.values(), flow_id, seid))
+        step = dataclasses.replace(step, **later)
     return step
 
 

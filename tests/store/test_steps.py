@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dexcli.store import AttemptOutcome, AttemptRecord, FlowState, StepState, Store, Tx
+from dexcli.store import AttemptOutcome, AttemptRecord, FlowState, Method, StepState, Store, Tx
 from tests.store.builders import T0, add_flow, add_running, add_step, make_step, step
 
 
@@ -23,15 +23,28 @@ def scene(store: Store) -> Store:
 def test_a_step_reads_back_exactly_as_inserted(scene: Store) -> None:
     written = make_step("f", "Work-3", seq=7, from_step_execution_id="Start-1", input='{"a": [1]}',
                         status=StepState.BACKOFF, attempt=2, first_attempt_at=T0 + 1, next_attempt_at=T0 + 9,
-                        lease_owner="host:1:x", attempt_started_at=T0 + 5, last_heartbeat_time=T0 + 6,
-                        heartbeat_deadline=T0 + 66, attempt_deadline=T0 + 605, heartbeat_value='"cp"',
-                        has_heartbeat_value=True, recovery_error='{"detail": "d"}', decision=None, end_time=None)
+                        lease_owner="host:1:x", attempt_started_at=T0 + 5, heartbeat_deadline=T0 + 66,
+                        attempt_deadline=T0 + 605, recovery_error='{"detail": "d"}', method=Method.WAIT_FOR,
+                        wait_options='{"w": 1}')
     with scene.tx() as tx:
         tx.insert_step(written)
         assert tx.get_step("f", "Work-3") == written
         assert tx.get_step("f", "Work-4") is None
     assert scene.steps_of("f") == [written]
     assert isinstance(step(scene, "f", "Work-3").status, StepState)
+
+
+@pytest.mark.parametrize("later", [{"last_heartbeat_time": T0 + 6}, {"heartbeat_value": '"cp"'},
+                                   {"has_heartbeat_value": True}, {"decision": "{}"}, {"end_time": T0},
+                                   {"method_base": 1}, {"wait": "{}"}, {"wait_started": T0}, {"wait_ended": T0},
+                                   {"condition_results": "{}"}, {"wait_for_failed": True}, {"locals": "{}"},
+                                   {"lock_wait": "k"}], ids=lambda d: next(iter(d)))
+def test_a_new_step_with_what_only_later_moves_write_is_refused(scene: Store, later: dict) -> None:
+    """insert_step writes what a step has at its creation: a field a later move writes is refused,
+    not silently left at its default."""
+    with pytest.raises(ValueError, match="a new step has no"), scene.tx() as tx:
+        tx.insert_step(make_step("f", "Work-3", **later))
+    assert scene.steps_of("f") == []
 
 
 # ---------------------------------------------------------------------------- lease_step ----
