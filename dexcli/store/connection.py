@@ -49,6 +49,9 @@ class Cursor(sqlite3.Cursor):
         return rows[0] if rows else None
 
 
+_cursor = sqlite3.Connection.cursor
+
+
 class Connection(sqlite3.Connection):
     """A dex connection: statements whose failure comes from outside dex raise a
     `DatabaseConditionError` (see `condition_error`); each write transaction first checks, at
@@ -72,7 +75,7 @@ class Connection(sqlite3.Connection):
         if sql == "BEGIN IMMEDIATE":
             self._check_identity()
         try:
-            return self.cursor().execute(sql, parameters)
+            return _cursor(self, Cursor).execute(sql, parameters)  # not self.cursor(): one Python call less
         except sqlite3.OperationalError as exc:
             failure = condition_error(exc, self.db_path, self.busy_timeout)
             if failure is None:
