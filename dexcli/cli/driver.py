@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.live import Live
@@ -220,6 +220,20 @@ def json_listener(ev: Event) -> None:
     print(json.dumps(ev.as_dict()), flush=True)
 
 
+def _json_lines(flow_id: str) -> Listener:
+    """`dex run --json`'s listener: the events from the flow's flowStarted on (a start that
+    ends a previous run under the same id, by its id reuse policy, reports that close first)."""
+    started = False
+
+    def listener(ev: Event) -> None:
+        nonlocal started
+        started = started or (ev.type == "flowStarted" and ev.flow_id == flow_id)
+        if started:
+            json_listener(ev)
+
+    return listener
+
+
 def _stop_when_output_closes(engine: Engine, stop: StopRequest) -> None:
     """A listener that writes to a closed stdout (the engine removes it) stops the drive; any
     other listener error goes to the engine's own handler, as before."""
@@ -276,25 +290,27 @@ def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:
 
 
 def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
-               err: Console, crash_after: float | None = None, hints: tuple[Hint, ...] = ()) -> int:
-    """Drive one flow to its end with this engine, showing it. Returns the exit code."""
+               err: Console, crash_after: float | None = None, hints: tuple[Hint, ...] = (),
+               start: Callable[[], object] | None = None) -> int:
+    """Drive one flow to its end with this engine, showing it. Returns the exit code.
+
+    `start` (`dex run`) starts the flow once the view listens, so `--json` begins with its
+    flowStarted; a Ctrl-C from then until the drive gives back the first attempt's lease."""
     clock, faults = engine.clock, engine.faults
     stop = StopRequest()
     if mode == "json":
-        engine.listeners.append(json_listener)
+        engine.listeners.append(_json_lines(flow_id) if start is not None else json_listener)
     _stop_when_output_closes(engine, stop)
-    view = View(console, engine.store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
-                rpcs=rpc_names(engine, flow_id))
-
-    def crashed(message: str) -> None:
-        view.abandon()
-        err.print(f"✗ {message} — the process exits now, nothing else is written.\n"
-                  f"  Resume with: dex resume {flow_id}" + (" --time-skip" if time_skip else ""), highlight=False)
-
-    faults.on_crash = crashed
     errors = _engine_errors(engine, flow_id)
     runner = Runner(engine)
     closed = runner.closed(flow_id)
+    view: View | None = None
+
+    def crashed(message: str) -> None:
+        if view is not None:
+            view.abandon()
+        err.print(f"✗ {message} — the process exits now, nothing else is written.\n"
+                  f"  Resume with: dex resume {flow_id}" + (" --time-skip" if time_skip else ""), highlight=False)
 
     async def drive() -> None:
         if crash_after is not None:
@@ -304,7 +320,15 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
         # an outcome that could not be recorded ends the drive: nothing more will happen here
         await runner.drive_async([flow_id], until=lambda: bool(errors) or stop() or closed())
 
-    view.start()
+    faults.on_crash = crashed
+    try:
+        if start is not None:
+            start()
+        view = View(console, engine.store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
+                    rpcs=rpc_names(engine, flow_id))
+        view.start()
+    except KeyboardInterrupt:  # nothing ran yet: a lease the start took is given back
+        return _stopped_early(engine, view, err, flow_id, INTERRUPTED, _release(engine))
     foreign = _follow_others(engine, flow_id) if mode == "json" else None
     try:
         why, released = _drive(engine, stop, drive)
@@ -317,21 +341,26 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     if why is not None:
         return _stopped_early(engine, view, err, flow_id, why, released)
     if errors:
-        view.stop(final=False)
-        view.close()
-        failure = engine.store.failure
-        if isinstance(failure, DatabaseReplacedError):
-            raise failure
-        if failure is not None:  # the database itself failed: say so in its words
-            raise StoreError(f"{failure} — flow {flow_id} is still RUNNING: `dex resume {flow_id}` once that is fixed")
-        raise StoreError(f"flow {flow_id}: an attempt's outcome could not be recorded ({errors[0]}); the flow "
-                         f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
+        _not_recorded(engine, view, flow_id, errors[0])
     snap = view.stop()
     view.close()
     if view.output_closed:
         silence_stdout()
         return EXIT_OUTPUT_CLOSED
     return exit_code_for(snap["summary"]["flowStatus"])
+
+
+def _not_recorded(engine: Engine, view: View, flow_id: str, error: str) -> NoReturn:
+    """The drive ended because a write failed: say so in one line (raises)."""
+    view.stop(final=False)
+    view.close()
+    failure = engine.store.failure
+    if isinstance(failure, DatabaseReplacedError):
+        raise failure
+    if failure is not None:  # the database itself failed: say so in its words
+        raise StoreError(f"{failure} — flow {flow_id} is still RUNNING: `dex resume {flow_id}` once that is fixed")
+    raise StoreError(f"flow {flow_id}: an attempt's outcome could not be recorded ({error}); the flow "
+                     f"stays RUNNING — `dex resume {flow_id}` retries once that attempt's lease runs out")
 
 
 def _follow_others(engine: Engine, flow_id: str) -> ForeignEvents:
@@ -341,18 +370,22 @@ def _follow_others(engine: Engine, flow_id: str) -> ForeignEvents:
     return foreign
 
 
-def _stopped_early(engine: Engine, view: View, err: Console, flow_id: str, why: str, released: int) -> int:
-    """The drive stopped before its flow ended (Ctrl-C, SIGTERM, a closed stdout): say how to
-    resume the flow if it is still RUNNING. Returns the exit code."""
-    if why == CLOSED:
-        view.closed()
-    view.stop(final=False)
-    view.close()
+def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str, why: str, released: int) -> int:
+    """The drive stopped before its flow ended (Ctrl-C, SIGTERM, a closed stdout), or before it
+    began (view None): say how to resume the flow if it is still RUNNING. Returns the exit code."""
     code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
-    if view.output_closed:  # (also when stdout closed after another reason to stop)
-        silence_stdout()
+    if view is not None:
+        if why == CLOSED:
+            view.closed()
+        view.stop(final=False)
+        view.close()
+        if view.output_closed:  # (also when stdout closed after another reason to stop)
+            silence_stdout()
     flow = engine.store.get_flow(flow_id)
-    if flow is None or not flow.is_running:
+    if flow is None:  # interrupted before the start committed
+        err.print(f"\nInterrupted. Flow {flow_id} was not started.", highlight=False)
+        return code
+    if not flow.is_running:
         return code
     if why == CLOSED:  # one line: whoever closed the pipe asked for less output, not more
         err.print(f"dex: output closed; flow {flow_id} is still RUNNING — resume it with: dex resume {flow_id}"
@@ -360,16 +393,25 @@ def _stopped_early(engine: Engine, view: View, err: Console, flow_id: str, why: 
                   highlight=False)
         return code
     title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
-    running = any(s.status is StepState.RUNNING for s in engine.store.steps_of(flow_id))
     err.print(f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
-              f"  Resume it with: dex resume {flow_id}\n"
-              + ("  (the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
-                 " from its last checkpoint)" if released else
-                 "  (an attempt that was running is declared lost after its heartbeat timeout,"
-                 " then retried; add --time-skip to skip the wait)" if running else
-                 "  (no attempt was running; a waiting step keeps its wait and its timers' firing times)"),
+              f"  Resume it with: dex resume {flow_id}\n  " + _what_was_running(engine, flow_id, released),
               highlight=False)
     return code
+
+
+def _what_was_running(engine: Engine, flow_id: str, released: int) -> str:
+    """What became of the flow's attempts when its drive stopped (the note under "Resume it with")."""
+    if released:
+        return ("(the attempt that was running ended INTERRUPTED; resume starts the next one at once,"
+                " from its last checkpoint)")
+    steps = engine.store.steps_of(flow_id)
+    if any(s.status is StepState.RUNNING for s in steps):
+        return ("(an attempt that was running is declared lost after its heartbeat timeout,"
+                " then retried; add --time-skip to skip the wait)")
+    queued = [s.step_execution_id for s in steps if s.status is StepState.QUEUED]
+    if queued:
+        return f"(no attempt was running: {queued[0]} is queued, and resume or `dex worker` starts it)"
+    return "(no attempt was running; a waiting step keeps its wait and its timers' firing times)"
 
 
 def _engine_errors(engine: Engine, flow_id: str) -> list[str]:

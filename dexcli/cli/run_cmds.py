@@ -102,9 +102,13 @@ def run(
         definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
         plugin = _run_plugin(flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
-        fid = _start(engine, flow_obj, ref, flow_id, start_input, plugin, given, definition, options)
+        fid = _checked_id(engine, flow_id, definition, options)
+
+        def start() -> None:  # once the view listens: --json begins with the flow's flowStarted
+            _start(engine, flow_obj, ref, fid, start_input, plugin, given, options)
+
         code = drive_flow(engine, out_console(), fid, mode=view_mode(json_out), time_skip=time_skip,
-                          crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid))
+                          crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid), start=start)
     finally:
         store.close()
     raise typer.Exit(code)
@@ -155,10 +159,10 @@ def _run_plugin(name: str | None, definition: FlowDefinition, given: dict[str, A
     return plugin
 
 
-def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, start_input: Any,
-           plugin: FlowPlugin | None, given: dict[str, Any], definition: FlowDefinition,
-           options: StartFlowOptions) -> str:
-    """Check the flow id, let the flow's plugin set things up, start the flow. Returns its id."""
+def _checked_id(engine: Engine, flow_id: str | None, definition: FlowDefinition,
+                options: StartFlowOptions) -> str:
+    """The run's flow id (given or generated), refused if a flow has it that the id reuse
+    policy does not let a new run replace."""
     from dexcli.engine.id_reuse import allows
     from dexcli.engine.start_request import new_flow_id
 
@@ -167,6 +171,12 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
     if existing is not None and not allows(options.id_reuse_policy.name, existing):
         raise ConflictError(f"flow {fid} already exists ({existing.status.value}); choose another --flow-id, "
                             f"`dex inspect {fid}`, or an --id-reuse-policy that lets a new run take the id")
+    return fid
+
+
+def _start(engine: Engine, flow_obj: Flow[Any], ref: str, fid: str, start_input: Any,
+           plugin: FlowPlugin | None, given: dict[str, Any], options: StartFlowOptions) -> None:
+    """Let the flow's plugin set things up, then start the flow (its first attempt leased)."""
     if plugin is not None and plugin.before_start is not None:
         from dexcli.cli.plugin_cmds import options_of
         from dexcli.engine.host import StoreHost
@@ -179,7 +189,6 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, flow_id: str | None, s
         engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=True)
     except ValueError as exc:  # a start option the SDK refuses (a HANDLER policy without handle_timeout, ...)
         raise UsageError(str(exc)) from None
-    return fid
 
 
 def resume(

@@ -74,7 +74,7 @@ class AttemptRun:
         self.stream_writes = 0
         self.effects = Effects()  # publishes, locals, events: committed with the result
         self.handed_on = False  # its commit leased every step it created (see Engine._decision_unit)
-        self.began = False  # its task ran its first step (a task cancelled before that never does)
+        self.began = False  # it started: its task ran its first step, or SyncAttempt._start ran
 
     @property
     def key(self) -> tuple[str, str]:

@@ -474,14 +474,18 @@ class Engine:
     def release_interrupted(self) -> int:
         """After run() was interrupted (Ctrl-C, SIGTERM, a closed output): end the attempts it
         was running as INTERRUPTED and make their steps runnable at once, so a resume need not
-        wait for their heartbeat deadlines (also those leased at start for a run() that never
-        came). Returns how many were released."""
+        wait for their heartbeat deadlines. Leases of attempts that never began (leased at start
+        for a run() that never came, or stopped before their first step) are given back instead:
+        nothing of them is recorded. Returns how many ended INTERRUPTED."""
         stopped, self._stopped = self._stopped, []
-        held = self.scheduler.release_held()
+        self.scheduler.release_held()
         if not stopped:
-            return held
+            return 0
         with self.store.tx() as tx:
-            return held + sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped)
+            for run in stopped:
+                if not run.began:
+                    t.give_back(tx, run.attempt_key, self.now(run.flow_id))
+            return sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped if run.began)
 
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
         with self.store.tx() as tx:

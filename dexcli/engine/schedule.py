@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from dexcli.engine.clock import real_pause
 from dexcli.engine.deadlines import owner_alive
 from dexcli.engine.definitions import FlowNotRegisteredError
-from dexcli.engine.transitions import AttemptKey, Leased, release
+from dexcli.engine.transitions import AttemptKey, Leased, give_back
 from dexcli.store import Schedule
 
 if TYPE_CHECKING:
@@ -93,15 +93,15 @@ class Scheduler:
         """A start leased its first attempt to the next run(), which starts it."""
         self._held[leased.step.flow_id] = Held(leased, timed)
 
-    def release_held(self) -> int:
-        """Give back the leases held for a run() that will not come (the process stops): each
-        attempt ends INTERRUPTED and its step is runnable at once. Returns how many."""
+    def release_held(self) -> None:
+        """Give back the leases held for a run() that will not come (the process stops): their
+        attempts never began, so each step is runnable at once as if never leased."""
         held, self._held = list(self._held.values()), {}
-        if not held:
-            return 0
-        engine = self.engine
-        with engine.store.tx() as tx:
-            return sum(release(tx, h.key, engine.now(h.key.flow_id)) for h in held)
+        if held:
+            engine = self.engine
+            with engine.store.tx() as tx:
+                for h in held:
+                    give_back(tx, h.key, engine.now(h.key.flow_id))
 
     def closed(self, flow_id: str, *, reopened: bool = False) -> None:
         """A flow closed in this process (its close committed here); `reopened`: a new run of

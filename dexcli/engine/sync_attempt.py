@@ -84,6 +84,7 @@ class SyncAttempt:
         if self.over:  # cancelled before it began
             return
         engine, run = self.engine, self.run
+        run.began = True
         current_flow.set(run.flow_id)  # its context (and its thread's): the host's clock is the flow's
         try:
             engine.attempt_started(run)

@@ -198,6 +198,18 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                              + _FENCE, (now, flow_id, seid, owner, attempt))
         return bool(cur.rowcount == 1)
 
+    def give_back_step(self, flow_id: str, seid: str, owner: str, attempt: int, now: float) -> bool:
+        """Undo the lease of an attempt that never began: the step is QUEUED, runnable now, with
+        its attempt number back and that attempt's row gone (nothing of it ran). Fenced."""
+        cur = self.c.execute("UPDATE steps SET status = 'QUEUED', attempt = attempt - 1, next_attempt_at = ?, "
+                             "lease_owner = NULL, first_attempt_at = CASE WHEN attempt = 1 THEN NULL "
+                             "ELSE first_attempt_at END WHERE " + _FENCE, (now, flow_id, seid, owner, attempt))
+        if cur.rowcount != 1:
+            return False
+        self.c.execute("DELETE FROM attempts WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
+                       (flow_id, seid, attempt))
+        return True
+
     def interrupted_attempts(self, flow_id: str, seid: str, after: int = 0) -> int:
         """How many attempts numbered above `after` were interrupted (they do not count as tries)."""
         return int(scalar(self.c, "SELECT COUNT(*) FROM attempts WHERE flow_id = ? AND step_execution_id = ? "

@@ -154,6 +154,23 @@ def test_run_json_of_a_failed_flow_exits_1_and_still_ends_with_the_object(cli):
     assert final["summary"]["flowStatus"] == "FAILED"
 
 
+def test_run_json_lines_begin_with_flow_started_once(cli):
+    res = cli.ok("run", "three-steps", "--flow-id", "t", "--input", "3", "--json")
+    *events, final = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["flowStarted"] + ["attemptStarted", "stepCompleted"] * 3 + ["flowClosed"]
+    assert events[0]["flowType"] == "ThreeStepFlow" and events[0]["runId"] == final["summary"]["runId"]
+
+
+def test_run_json_lines_of_a_run_that_replaces_a_running_one_are_its_own(cli, db):
+    """The start terminates the previous run under the id first: that close is not this run's."""
+    start_flow(db, "three-steps", "t", 1)
+    res = cli.ok("run", "three-steps", "--flow-id", "t", "--input", "3", "--json",
+                 "--id-reuse-policy", "allow-terminate-if-running")
+    *events, final = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert events[0]["type"] == "flowStarted" and events[0]["runId"] == final["summary"]["runId"]
+    assert [e["status"] for e in events if e["type"] == "flowClosed"] == ["COMPLETED"]
+
+
 @pytest.fixture
 def several(cli, db):
     cli.ok("run", "three-steps", "--flow-id", "a", "--input", "1")

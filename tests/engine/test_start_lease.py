@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from dexcli import (
     AsyncClient,
@@ -118,7 +121,7 @@ def test_a_run_that_does_not_drive_the_flow_gives_its_lease_back(env: DexTestEnv
     drive(env.engine, "g")
     step = env.store.steps_of("f")[0]
     assert step.status is StepState.QUEUED and step.lease_owner is None  # runnable at once
-    assert env.store.attempts_of("f")[0].outcome is AttemptOutcome.INTERRUPTED
+    assert step.attempt == 0 and env.store.attempts_of("f") == []  # nothing ran: nothing recorded
     t = env.clock.now()
     drive(env.engine, "f")
     assert env.result("f").status is FlowStatus.COMPLETED
@@ -126,10 +129,38 @@ def test_a_run_that_does_not_drive_the_flow_gives_its_lease_back(env: DexTestEnv
 
 
 def test_release_interrupted_gives_back_a_lease_never_driven(env: DexTestEnv) -> None:
+    """A lease given back is not an INTERRUPTED attempt: that attempt never began."""
     env.engine.start_flow(Single(Flaky()), "f", 1, lease=True)
-    assert env.engine.release_interrupted() == 1
-    assert env.store.steps_of("f")[0].status is StepState.QUEUED
+    assert env.engine.release_interrupted() == 0  # no attempt ended INTERRUPTED
+    step = env.store.steps_of("f")[0]
+    assert (step.status, step.attempt, step.lease_owner, step.first_attempt_at) == (StepState.QUEUED, 0, None, None)
+    assert env.store.attempts_of("f") == []
     assert env.engine.release_interrupted() == 0
+    drive(env.engine, "f")
+    assert [a.attempt for a in env.store.attempts_of("f")] == [1]  # the first attempt is the one that runs
+    assert env.result("f").single_output(int) == 1
+
+
+@pytest.mark.parametrize("flow", [Single(Beat(opts(heartbeat=30), every=10, finish_after=20)), Single(Flaky())],
+                         ids=["task", "sync-callbacks"])
+def test_an_attempt_stopped_before_its_first_step_is_given_back_not_interrupted(env: DexTestEnv,
+                                                                                flow: Any) -> None:
+    """Ctrl-C lands after the run started the held attempt (a task, or a sync handler's
+    callback) but before the attempt began: it is given back, not recorded INTERRUPTED."""
+    env.engine.start_flow(flow, "f", 1, lease=True)
+    started = env.engine.start_attempt
+
+    def start_then_ctrl_c(leased: Any, now: float) -> None:
+        started(leased, now)
+        raise KeyboardInterrupt
+
+    env.engine.start_attempt = start_then_ctrl_c  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        Runner(env.engine).drive(["f"], until_idle=True)
+    del env.engine.start_attempt
+    assert env.engine.release_interrupted() == 0
+    first = env.store.steps_of("f")[0]
+    assert (first.status, first.attempt) == (StepState.QUEUED, 0) and env.store.attempts_of("f") == []
 
 
 def test_a_lease_nobody_drives_is_declared_lost_at_its_heartbeat_deadline(env: DexTestEnv) -> None:

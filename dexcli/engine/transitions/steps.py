@@ -168,3 +168,10 @@ def release(tx: Tx, key: AttemptKey, now: float) -> bool:
     tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.INTERRUPTED, None,
                    "its process stopped (Ctrl-C, SIGTERM or a closed output); the step runs again on resume")
     return True
+
+
+def give_back(tx: Tx, key: AttemptKey, now: float) -> bool:
+    """This process stops before a leased attempt began (Ctrl-C between a start and its drive):
+    the lease is undone, not ended INTERRUPTED; the step is runnable at once as if never leased.
+    False when the attempt was no longer ours."""
+    return tx.give_back_step(key.flow_id, key.seid, key.owner, key.attempt, now)
