@@ -111,7 +111,7 @@ class _Ops(WaitOps):
         with engine.store.tx() as tx:
             woken = waiting.skip_timer(tx, flow_id, str(step_execution_id), timer_id.condition_id,
                                        timer_id.condition_index, engine.definitions, engine.fresh_now(flow_id), None)
-        engine.after_woken(flow_id, (woken,) if woken else ())
+        engine.endings.after_woken(flow_id, (woken,) if woken else ())
         engine.wake()
 
     def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,

@@ -73,7 +73,7 @@ class AttemptRun:
         self.heartbeats = 0
         self.stream_writes = 0
         self.effects = Effects()  # publishes, locals, events: committed with the result
-        self.handed_on = False  # its commit leased every step it created (see Engine._decision_unit)
+        self.handed_on = False  # its commit leased every step it created (see Endings._decision_unit)
         self.began = False  # it started: its task ran its first step, or SyncAttempt._start ran
 
     @property

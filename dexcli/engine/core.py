@@ -16,7 +16,8 @@ a stale owner is fenced by (owner, attempt, status) in its WHERE clause.
 
 This module keeps the loop (`run`), attempts' lifecycles and their watchdogs (an attempt of a
 plain sync handler runs without a task: sync_attempt); what each commit writes is in
-transitions, what an ended attempt amounts to in outcome, heartbeats' units in outputs.
+transitions, what an ended attempt amounts to in outcome, the unit that commits it and what
+follows that commit in endings, heartbeats' units in outputs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
@@ -36,11 +37,12 @@ from dexcli.engine.attempt import AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions, Loader
+from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.flow_timeout import fire_due
 from dexcli.engine.host import StoreHost, current_flow
-from dexcli.engine.outcome import WaitResult, judge
+from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
@@ -54,7 +56,6 @@ from dexcli.sdk.results import StartFlowOptions
 from dexcli.store import FlowState, StepState, Store
 
 log = logging.getLogger("dexcli.engine")
-R = TypeVar("R")
 
 
 class Engine:
@@ -71,6 +72,7 @@ class Engine:
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self.outputs = OutputQueue(self)
+        self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
@@ -148,7 +150,7 @@ class Engine:
 
     def _after_start(self, req: t.StartRequest, started: t.Started) -> None:
         if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run
-            self._after_close(req.flow_id, started.terminated)
+            self.endings.after_close(req.flow_id, started.terminated)
         if started.created:
             self.scheduler.closed(req.flow_id, reopened=True)
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
@@ -209,11 +211,11 @@ class Engine:
                         leased.append(got)
         for fired in timed_out:
             if fired.closed is not None:
-                self._after_close(fired.flow_id, fired.closed)
+                self.endings.after_close(fired.flow_id, fired.closed)
         for lease in leased:
             self.start_attempt(lease, self.now(lease.step.flow_id))
         for flow_id, x in woken:
-            self.after_woken(flow_id, (x,))
+            self.endings.after_woken(flow_id, (x,))
 
     def reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
@@ -223,7 +225,8 @@ class Engine:
                 reaped = t.reap(tx, step, self.definitions, self.now(step.flow_id))
             if reaped is not None:
                 self.stats["transitions"] += 1
-                self._after_failure(step.flow_id, step.step_execution_id, step.step_type, step.attempt, *reaped)
+                self.endings.after_failure(step.flow_id, step.step_execution_id, step.step_type, step.attempt,
+                                           *reaped)
 
     # ------------------------------------------------------------------ one attempt ------
     def start_attempt(self, leased: t.Leased, now: float) -> None:
@@ -312,11 +315,14 @@ class Engine:
         else:
             run.timer = loop.call_at(deadline - ahead, self._watch, run)
 
+    def runs_of(self, flow_id: str) -> list[AttemptRun]:
+        """The attempts of a flow running here."""
+        return [run for key in list(self._by_flow.get(flow_id, ())) if (run := self.runs.get(key)) is not None]
+
     def rearm(self, flow_id: str) -> None:
         """The flow's clock moved (`dex time skip`): re-arm its attempts' watchdogs."""
-        for key in list(self._by_flow.get(flow_id, ())):
-            run = self.runs.get(key)
-            if run is not None and run.timer is not None:
+        for run in self.runs_of(flow_id):
+            if run.timer is not None:
                 run.disarm()
                 self._watch(run)
 
@@ -341,134 +347,13 @@ class Engine:
             error = exc
         finally:
             run.disarm()
-        unit = self.commit_unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
+        unit = self.endings.unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
         if unit is not None:
-            await self._commit(run, unit)
+            await self.endings.commit(run, unit)
 
     def outputs_for(self, run: AttemptRun) -> t.Outputs:
         """The attempt's outputs waiting for the next group commit (queued on first use)."""
         return self.outputs.of(run)
-
-    # ------------------------------------------------------------------ commits ----------
-    def commit_unit(self, run: AttemptRun, verdict: t.Decision | WaitResult | t.Failure | None) -> Unit[Any] | None:
-        """The group-commit unit that ends an attempt judged so (None: nothing to commit)."""
-        if isinstance(verdict, t.Failure):
-            return self._failure_unit(run, verdict)
-        if isinstance(verdict, WaitResult):
-            return self._wait_unit(run, verdict)
-        if verdict is None:
-            return None
-        self.faults.hit("before-commit", run.spec.step_type, where=run.where)
-        return self._decision_unit(run, verdict)
-
-    def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None]) -> Unit[R]:
-        def committed(result: R) -> None:
-            self.stats["transitions"] += 1
-            done(result)
-
-        return Unit(apply, committed)
-
-    async def _commit(self, run: AttemptRun, unit: Unit[Any]) -> None:
-        """End an attempt with one unit of the group commit. Its pending outputs were queued
-        before it, so they commit first (in the same transaction or an earlier one). A fenced
-        attempt — a stale owner, a closed flow — is left out and nothing of it is applied."""
-        try:
-            await self.commits.submit(unit)
-        except t.Fenced:
-            self.not_owned(run)
-        except asyncio.CancelledError:
-            run.fence(run.fenced or "cancelled")  # cancelled before its commit: skipped
-            raise
-
-    @staticmethod
-    def not_owned(run: AttemptRun) -> None:
-        run.fence("step no longer owned (flow closed or attempt taken over)")
-
-    def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
-        owner = self.owner if self.scheduler.drives(run.flow_id) else None
-
-        def apply(tx: Any) -> w.ExecuteDone:
-            return w.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
-                                      self.definitions, run.definition, self.now(run.flow_id), owner)
-
-        def done(d: w.ExecuteDone) -> None:
-            now, c = self.now(run.flow_id), d.completed
-            if self.events.listeners:
-                self.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                          attempt=run.attempt, duration=now - run.started, decision=c.summary)
-            if c.closed is not None:
-                self._after_close(run.flow_id, c.closed)
-            self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
-            for leased in c.leased:  # leased in the commit above: their attempts start now
-                self.start_attempt(leased, now)
-            self.after_woken(run.flow_id, d.woken)
-            self.faults.hit("after-commit", run.spec.step_type, where=run.where)
-            # every step it created runs here already: nothing new is due for the scheduler
-            run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
-            self.scheduler.wake(for_stop_only=run.handed_on)
-
-        return self._unit(apply, done)
-
-    def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
-        owner = self.owner if self.scheduler.drives(run.flow_id) else None
-
-        def apply(tx: Any) -> w.Woken | None:
-            return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
-                                 self.definitions, self.now(run.flow_id), owner)
-
-        def done(woken: w.Woken | None) -> None:
-            self.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                      wait=result.wait)
-            self.after_woken(run.flow_id, (woken,) if woken else ())
-            self.wake()
-
-        return self._unit(apply, done)
-
-    def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
-        now = self.now(flow_id)
-        for x in woken:
-            self.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
-                      conditionResults=x.condition_results)
-            if x.leased is not None:
-                self.start_attempt(x.leased, now)
-
-    def fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
-        """Step executions another commit cancelled: stop their attempts running here."""
-        for seid in seids:
-            run = self.runs.get((flow_id, seid))
-            if run is not None:
-                run.fence(reason)
-                run.cancel()
-            self.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
-
-    def _failure_unit(self, run: AttemptRun, failure: t.Failure) -> Unit[Any]:
-        def apply(tx: Any) -> t.Failed:
-            return t.fail(tx, run.step, self.owner, failure, self.definitions, self.now(run.flow_id))
-
-        return self._unit(apply, lambda failed: self._after_failure(
-            run.flow_id, run.seid, run.spec.step_type, run.attempt, failure, failed))
-
-    def _after_failure(self, flow_id: str, seid: str, step_type: str, attempt: int, failure: t.Failure,
-                       failed: t.Failed) -> None:
-        detail = {"nextAttemptAt": failed.next_attempt_at, "delay": failed.delay} if failed.retry else \
-            {"reason": failed.reason, "recoveryStepExecutionId": failed.recovery_step_execution_id}
-        self.emit("attemptFailed", flow_id, stepExecutionId=seid, stepType=step_type, attempt=attempt,
-                  errorType=failure.error_type, detail=failure.detail, outcome=failure.outcome.value,
-                  retry=failed.retry, **detail)
-        if failed.closed is not None:
-            self._after_close(flow_id, failed.closed)
-        self.wake()
-
-    def _after_close(self, flow_id: str, closed: t.Closed) -> None:
-        self.stats["flows_closed"] += 1
-        self.scheduler.closed(flow_id)
-        for key in list(self._by_flow.get(flow_id, ())):
-            run = self.runs.get(key)
-            if run is not None:
-                run.fence(f"flow {closed.status.value}")
-                run.cancel()
-        self.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
-                  errorMessage=closed.message)
 
     # ------------------------------------------------------------------ stopping ---------
     def release_interrupted(self) -> int:
@@ -490,5 +375,5 @@ class Engine:
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
         with self.store.tx() as tx:
             closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
-        self._after_close(flow_id, closed)
+        self.endings.after_close(flow_id, closed)
         self.wake()

@@ -420,6 +420,6 @@ def after(engine: Engine, flow_id: str, spec: RpcSpec, applied: RpcApplied) -> N
     """After COMMIT: report, stop cancelled attempts running here, let the loop look again."""
     engine.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
                 canceled=list(applied.canceled))
-    engine.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
-    engine.after_woken(flow_id, applied.woken)
+    engine.endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
+    engine.endings.after_woken(flow_id, applied.woken)
     engine.wake()

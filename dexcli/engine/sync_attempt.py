@@ -129,7 +129,7 @@ class SyncAttempt:
         self.judged = True
         engine, run = self.engine, self.run
         try:
-            unit = engine.commit_unit(run, judge(run, result, error, engine.definitions, engine.now(run.flow_id)))
+            unit = engine.endings.unit(run, judge(run, result, error, engine.definitions, engine.now(run.flow_id)))
         except Exception as exc:
             self._unrecorded(exc)
             return
@@ -156,7 +156,7 @@ class SyncAttempt:
             self.waiting = None
         error = future.exception()
         if isinstance(error, t.Fenced):
-            self.engine.not_owned(self.run)
+            self.engine.endings.not_owned(self.run)
         elif isinstance(error, Exception):  # not applied; or committed, but reporting it failed
             self.engine.unrecorded(self.run, error)
         self._finish()

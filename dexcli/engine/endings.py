@@ -1,0 +1,158 @@
+"""How an attempt's end is committed, and what follows each commit.
+
+An ended attempt is judged (dexcli.engine.outcome) into a decision, a committed wait or a
+failure. Here each becomes one group-commit unit (dexcli.engine.batch): its `apply` runs the
+transition inside the shared transaction, its `done` runs right after COMMIT and reports it —
+the events, the attempts its commit leased (they start now), the steps it cancelled (their
+attempts here are fenced) and the flow it closed. Nothing is reported before its commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dexcli.engine import transitions as t
+from dexcli.engine import waiting as w
+from dexcli.engine.attempt import AttemptRun
+from dexcli.engine.batch import Unit
+from dexcli.engine.outcome import WaitResult
+
+if TYPE_CHECKING:
+    from dexcli.engine.core import Engine
+
+R = TypeVar("R")
+
+
+class Endings:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def unit(self, run: AttemptRun, verdict: t.Decision | WaitResult | t.Failure | None) -> Unit[Any] | None:
+        """The group-commit unit that ends an attempt judged so (None: nothing to commit)."""
+        if isinstance(verdict, t.Failure):
+            return self._failure_unit(run, verdict)
+        if isinstance(verdict, WaitResult):
+            return self._wait_unit(run, verdict)
+        if verdict is None:
+            return None
+        self.engine.faults.hit("before-commit", run.spec.step_type, where=run.where)
+        return self._decision_unit(run, verdict)
+
+    async def commit(self, run: AttemptRun, unit: Unit[Any]) -> None:
+        """End an attempt with one unit of the group commit. Its pending outputs were queued
+        before it, so they commit first (in the same transaction or an earlier one). A fenced
+        attempt — a stale owner, a closed flow — is left out and nothing of it is applied."""
+        try:
+            await self.engine.commits.submit(unit)
+        except t.Fenced:
+            self.not_owned(run)
+        except asyncio.CancelledError:
+            run.fence(run.fenced or "cancelled")  # cancelled before its commit: skipped
+            raise
+
+    @staticmethod
+    def not_owned(run: AttemptRun) -> None:
+        run.fence("step no longer owned (flow closed or attempt taken over)")
+
+    def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None]) -> Unit[R]:
+        def committed(result: R) -> None:
+            self.engine.stats["transitions"] += 1
+            done(result)
+
+        return Unit(apply, committed)
+
+    def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
+        engine = self.engine
+        owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
+
+        def apply(tx: Any) -> w.ExecuteDone:
+            return w.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
+                                      engine.definitions, run.definition, engine.now(run.flow_id), owner)
+
+        def done(d: w.ExecuteDone) -> None:
+            now, c = engine.now(run.flow_id), d.completed
+            if engine.events.listeners:
+                engine.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                            attempt=run.attempt, duration=now - run.started, decision=c.summary)
+            if c.closed is not None:
+                self.after_close(run.flow_id, c.closed)
+            self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
+            for leased in c.leased:  # leased in the commit above: their attempts start now
+                engine.start_attempt(leased, now)
+            self.after_woken(run.flow_id, d.woken)
+            engine.faults.hit("after-commit", run.spec.step_type, where=run.where)
+            # every step it created runs here already: nothing new is due for the scheduler
+            run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
+            engine.scheduler.wake(for_stop_only=run.handed_on)
+
+        return self._unit(apply, done)
+
+    def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
+        engine = self.engine
+        owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
+
+        def apply(tx: Any) -> w.Woken | None:
+            return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
+                                 engine.definitions, engine.now(run.flow_id), owner)
+
+        def done(woken: w.Woken | None) -> None:
+            engine.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                        wait=result.wait)
+            self.after_woken(run.flow_id, (woken,) if woken else ())
+            engine.wake()
+
+        return self._unit(apply, done)
+
+    def _failure_unit(self, run: AttemptRun, failure: t.Failure) -> Unit[Any]:
+        engine = self.engine
+
+        def apply(tx: Any) -> t.Failed:
+            return t.fail(tx, run.step, engine.owner, failure, engine.definitions, engine.now(run.flow_id))
+
+        return self._unit(apply, lambda failed: self.after_failure(
+            run.flow_id, run.seid, run.spec.step_type, run.attempt, failure, failed))
+
+    # ------------------------------------------------------------------ after a commit -----
+    def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
+        """Waits a commit completed: report them; start the attempts it leased."""
+        engine = self.engine
+        now = engine.now(flow_id)
+        for x in woken:
+            engine.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
+                        conditionResults=x.condition_results)
+            if x.leased is not None:
+                engine.start_attempt(x.leased, now)
+
+    def fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
+        """Step executions another commit cancelled: stop their attempts running here."""
+        for seid in seids:
+            run = self.engine.runs.get((flow_id, seid))
+            if run is not None:
+                run.fence(reason)
+                run.cancel()
+            self.engine.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
+
+    def after_failure(self, flow_id: str, seid: str, step_type: str, attempt: int, failure: t.Failure,
+                      failed: t.Failed) -> None:
+        detail = {"nextAttemptAt": failed.next_attempt_at, "delay": failed.delay} if failed.retry else \
+            {"reason": failed.reason, "recoveryStepExecutionId": failed.recovery_step_execution_id}
+        engine = self.engine
+        engine.emit("attemptFailed", flow_id, stepExecutionId=seid, stepType=step_type, attempt=attempt,
+                    errorType=failure.error_type, detail=failure.detail, outcome=failure.outcome.value,
+                    retry=failed.retry, **detail)
+        if failed.closed is not None:
+            self.after_close(flow_id, failed.closed)
+        engine.wake()
+
+    def after_close(self, flow_id: str, closed: t.Closed) -> None:
+        """The flow closed in a commit of this process: its attempts here are fenced and cancelled."""
+        engine = self.engine
+        engine.stats["flows_closed"] += 1
+        engine.scheduler.closed(flow_id)
+        for run in engine.runs_of(flow_id):
+            run.fence(f"flow {closed.status.value}")
+            run.cancel()
+        engine.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
+                    errorMessage=closed.message)
