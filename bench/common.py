@@ -26,6 +26,17 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def speed_probe_ms() -> float:
+    """Milliseconds for a fixed pure-Python loop (best of 3): how fast this shared VM runs
+    Python right now. The load average misses a slow host; absolute times scale with this."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1000
+
+
 def percentile(values: list[float], p: float) -> float:
     if not values:
         return float("nan")

@@ -369,6 +369,9 @@ def markdown(rows: list[dict[str, str]], results: dict[str, Any], meta: dict[str
         "means other work ran at the same time): each figure is the median of the runs with its min and max, "
         "dex and DBOS runs are interleaved (dex, DBOS, dex, DBOS, …) and every verdict against DBOS is computed "
         "from the ratio within each interleaved pair",
+        *([f"- Python speed probe (`bench.common.speed_probe_ms`: a fixed pure-Python loop, best of 3; lower is "
+           f"faster): {m['speed']}. The host's other guests slow this VM without showing in its load average; "
+           "times without a DBOS pair beside them (pollers, CLI) scale with it"] if m.get("speed") else []),
         "- SQLite settings for dex, DBOS and the raw test: WAL, `synchronous=NORMAL` (dex's default; dex "
         "commits every step transition before the next step starts, i.e. SYNC durability for every step)",
         "",

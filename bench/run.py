@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report, search
-from bench.common import ROOT, child_argv, child_env, run_child
+from bench.common import ROOT, child_argv, child_env, run_child, speed_probe_ms
 
 SCENARIOS = ("throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery")
 OPTIONAL = ("search",)  # run only when named in --only (bench/search.py)
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
            "repeat": 1 if args.quick else args.repeat}
     results: dict[str, Any] = {}
     started = time.time()
-    load_start = os.getloadavg()
+    load_start, speed_start = os.getloadavg(), speed_probe_ms()
     try:
         for name in only:
             t0 = time.perf_counter()
@@ -389,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
                     command=" ".join([Path(sys.executable).name, "-m", "bench", *_shown(argv or sys.argv[1:])]),
                     dbos=dbos_note, config=cfg, started=started, quick=args.quick,
                     elapsed_s=time.time() - started,
-                    load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)")
+                    load=f"{load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (1-min load average)",
+                    speed=f"{speed_start:.0f} ms at start, {speed_probe_ms():.0f} ms at end")
         rows = report.evaluate(results, meta)
         print(report.table(rows))
         if args.json:
