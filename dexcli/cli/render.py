@@ -329,7 +329,8 @@ def _ended_text(st: dict[str, Any], a: dict[str, Any], max_a: Any) -> str:
     if a["outcome"] == "CANCELED":
         return f"⊘ {seid} attempt {a['attempt']} canceled"
     outcome = a["outcome"].lower().replace("_", " ")
-    return f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}: {a['errorType']}: {a['detail']}"
+    why = ": ".join(str(part) for part in (a["errorType"], a["detail"]) if part)  # INTERRUPTED has no type
+    return f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}" + (f": {why}" if why else "")
 
 
 class LineDiffer:

@@ -121,6 +121,7 @@ def test_ctrl_c_leaves_the_flow_running_and_says_how_to_resume(tmp_path):
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err
     assert "dex resume sig" in err and "still RUNNING" in err and "ended INTERRUPTED" in err
+    assert "AwaitJob-1 attempt 1/3 interrupted: its process stopped" in out  # no error type to print
     snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
     assert snap["summary"]["flowStatus"] == "RUNNING"
     assert [m["value"]["state"] for m in snap["streams"]["JobProgress"]][:1] == ["QUEUED"]
