@@ -13,15 +13,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from dexcli.graph.evaluate import Unknown, const_seconds, eval_ref, resolve_target
 from dexcli.graph.static import (
     FuncInfo,
-    Unknown,
     callee_name,
     class_methods,
-    const_seconds,
     dotted,
-    eval_ref,
-    resolve_target,
     step_source,
     unparse,
     walk_own,

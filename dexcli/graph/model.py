@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dexcli.graph.static import Site, class_location, class_methods, resolve_target, step_source
+from dexcli.graph.evaluate import resolve_target
+from dexcli.graph.static import Site, class_location, class_methods, step_source
 from dexcli.graph.waits import WaitInfo, read_wait
 
 START = "START"

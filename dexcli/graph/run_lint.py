@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dexcli.graph.evaluate import resolve_target
 from dexcli.graph.lint import FIX, SEED, Finding, ignored
-from dexcli.graph.static import class_location, resolve_target, step_source
+from dexcli.graph.static import class_location, step_source
 from dexcli.graph.waits import format_duration
 
 MIN_MOVES = 3

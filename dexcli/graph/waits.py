@@ -20,15 +20,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from dexcli.graph.evaluate import MISSING, Unknown, const_value, eval_ref
 from dexcli.graph.static import (
-    _MISSING,
     FuncInfo,
-    Unknown,
     callee_name,
     class_methods,
-    const_value,
     dotted,
-    eval_ref,
     unparse,
 )
 
@@ -281,7 +278,7 @@ class _Reader:
             return self._channel(expr, expr.func, fi, cid)
         if name == "run" and base == "SubFlow" and expr.args:
             target = eval_ref(expr.args[0], fi, self.instance)
-            label = (getattr(target, "__name__", None) or type(target).__name__) if target is not _MISSING \
+            label = (getattr(target, "__name__", None) or type(target).__name__) if target is not MISSING \
                 else unparse(expr.args[0], 40)
             return ConditionInfo("subflow", _with_id(f"SubFlow {label}", cid), cid)
         return _unknown(expr)
