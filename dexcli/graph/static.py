@@ -1,9 +1,8 @@
 """Read step classes' source with `ast`: where each step decides (what a decision site names,
 and the constants its options use, are evaluated in dexcli.graph.evaluate).
 
-Nothing here runs user code except reading attributes of the step instances the flow already
-built (to resolve `self.<attr>` targets) and evaluating plain constants. Everything is cached
-per class / per file; code whose source is not available yields no findings rather than errors.
+Nothing here runs user code. Everything is cached per class / per file; code whose source is
+not available yields no findings rather than errors.
 """
 
 from __future__ import annotations
