@@ -13,7 +13,8 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dexcli.store.query import Compiled, Query, QueryError, compile_query, parse
+from dexcli.store.query import Query, QueryError, parse
+from dexcli.store.query_sql import Compiled, compile_query
 from dexcli.store.records import FLOW_COLUMNS, FlowRecord, flow_record
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from dexcli.store.query import Compare, Literal, Logical, Not, QueryError, compile_query, parse
+from dexcli.store.query import Compare, Literal, Logical, Not, QueryError, parse
+from dexcli.store.query_sql import compile_query
 
 TYPES = {"Status": "keyword", "Tags": "keyword_array", "Notes": "full_text", "Amount": "int", "Price": "double",
          "Vip": "bool", "Due": "datetime"}
