@@ -21,10 +21,11 @@ value equal to v (so `NOT K = v` also matches flows without K). FULL_TEXT keys t
 literal's words, adjacent and in order, ignoring ASCII case (a simple word match, not a
 stemming full-text engine).
 
-`parse` (here) is pure; `compile_query` (dexcli.store.query_sql) needs the type of each index key
-(the caller looks it up), and every comparison becomes an `IN (SELECT flow_id ...)` over the `(key, text|num, flow_id)`
-indexes, so an equality reads only the matching index rows (the reader, dexcli.store.search,
-picks between starting from those rows and walking flows in StartTime order).
+`parse` (here) is pure; `compile_query` (dexcli.store.query_sql) needs the type of each index
+key (the caller looks it up), and every comparison becomes an `IN (SELECT flow_id ...)` over
+the `(key, text|num, flow_id)` indexes, so an equality reads only the matching index rows (the
+reader, dexcli.store.search, picks between starting from those rows and walking flows in
+StartTime order).
 """
 
 from __future__ import annotations
