@@ -57,6 +57,20 @@ def test_an_rpc_whose_lock_is_held_fails_at_once() -> None:
         assert env.client.invoke_rpc(flow.read, "f") == 0  # unlocked reads are not refused
 
 
+def test_an_interrupted_attempt_holds_no_lock() -> None:
+    """A step's lock is held only while its attempt runs: once a clean stop (Ctrl-C) ends the
+    attempt INTERRUPTED, an RPC takes the lock without waiting for the flow's resume."""
+    with DexTestEnv(start=0.0) as env:
+        flow = CounterFlow()
+        env.start(flow, [-100], "f")
+        env.drive(["f"], until=lambda: env.clock.now() >= 10)  # LockedIncrement holds the lock
+        with pytest.raises(RpcLockConflictError, match="counter"):
+            env.client.invoke_rpc(flow.bump, "f")
+        assert env.engine.release_interrupted() == 1
+        assert env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now())) is None
+        assert env.client.invoke_rpc(flow.bump, "f") == 1
+
+
 def test_steps_and_rpcs_sharing_a_lock_lose_no_update() -> None:
     """25 locked steps and 25 RPCs (retrying on RpcLockConflictError) on one counter: 50."""
     with DexTestEnv(start=0.0) as env:
