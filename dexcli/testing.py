@@ -50,7 +50,7 @@ class DexTestEnv:
 
     def start(self, flow: Flow[Any], input: Any = None, flow_id: str | None = None) -> str:
         """Start a flow; returns its flow id."""
-        flow_id = flow_id or f"{flow.get_flow_type().lower()}-{len(self.store.list_flows(limit=10**6)) + 1}"
+        flow_id = flow_id or f"{flow.get_flow_type().lower()}-{self.store.flow_count() + 1}"
         self.client.start_flow(flow, flow_id, input)
         return flow_id
 

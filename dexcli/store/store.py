@@ -166,6 +166,10 @@ class Store:
         sql += " ORDER BY start_time DESC, rowid DESC LIMIT ?"
         return [flow_record(r) for r in self._rows(sql, (*args, limit))]
 
+    def flow_count(self) -> int:
+        """How many flows the database holds (runs kept under `<id>$<run-id>` included)."""
+        return int(self._rows("SELECT COUNT(*) FROM flows")[0][0])
+
     def running_flow_ids(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
 
