@@ -46,9 +46,9 @@ def _launch(db: str) -> Any:
     return DBOS
 
 
-def dbos_throughput(db: str, n: int) -> dict[str, Any]:
-    """N three-step workflows one after another (the ThreeStepFlow arithmetic)."""
-    DBOS = _launch(db)
+def _three_steps(DBOS: Any) -> Any:
+    """The ThreeStepFlow arithmetic as a DBOS workflow of three sync steps (registered once per
+    process: each scenario runs in its own)."""
 
     @DBOS.step()
     def first(x: int) -> int:
@@ -65,6 +65,15 @@ def dbos_throughput(db: str, n: int) -> dict[str, Any]:
     @DBOS.workflow()
     def three(x: int) -> int:
         return third(second(first(x)))
+
+    return three
+
+
+def dbos_throughput(db: str, n: int) -> dict[str, Any]:
+    """N three-step workflows one after another (the ThreeStepFlow arithmetic)."""
+    DBOS = _launch(db)
+
+    three = _three_steps(DBOS)
 
     from dbos import SetWorkflowID
 
@@ -164,21 +173,7 @@ def dbos_concurrent(db: str, n: int) -> dict[str, Any]:
     handle's result."""
     DBOS = _launch(db)
 
-    @DBOS.step()
-    def first(x: int) -> int:
-        return x + 1
-
-    @DBOS.step()
-    def second(x: int) -> int:
-        return x * 2
-
-    @DBOS.step()
-    def third(x: int) -> int:
-        return x + 3
-
-    @DBOS.workflow()
-    def three(x: int) -> int:
-        return third(second(first(x)))
+    three = _three_steps(DBOS)
 
     DBOS.launch()
     try:
