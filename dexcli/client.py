@@ -9,7 +9,6 @@ the database the client opened with `db=`). The CLI and the tests use this same 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -18,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from dexcli.client_waits import WaitOps
-from dexcli.engine import rpc, waiting
+from dexcli.engine import rpc
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.runner import Runner
@@ -107,12 +106,7 @@ class _Ops(WaitOps):
         self.engine.stop_flow(flow_id, options.type.name, options.reason)
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
-        engine = self.engine
-        with engine.store.tx() as tx:
-            woken = waiting.skip_timer(tx, flow_id, str(step_execution_id), timer_id.condition_id,
-                                       timer_id.condition_index, engine.definitions, engine.fresh_now(flow_id), None)
-        engine.endings.after_woken(flow_id, (woken,) if woken else ())
-        engine.wake()
+        self.engine.skip_timer(flow_id, str(step_execution_id), timer_id.condition_id, timer_id.condition_index)
 
     def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
@@ -371,8 +365,7 @@ class AsyncClient(_Closing):
     async def wait_for_flow(self, flow_id: str, timeout: timedelta | None = None) -> FlowResult:
         deadline = self._ops.deadline(timeout, "wait_for_flow")
         self._ops.flow(flow_id)
-        runner = Runner(self.engine)
-        await runner.drive_async([flow_id], until=runner.closed(flow_id), deadline=deadline)
+        await self.engine.drive_async([flow_id], until=Runner(self.engine).closed(flow_id), deadline=deadline)
         return self._ops.final(flow_id)
 
     async def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
@@ -380,13 +373,16 @@ class AsyncClient(_Closing):
         """Long-polls on the engine's clock until a message after `resume_token` arrives, the
         flow ends without one, or `timeout` passes (then LongPollTimeoutError)."""
         deadline = self._ops.deadline(timeout, "read_stream")
-        while True:
+        msg = self._ops.next_message(flow_id, stream, resume_token)
+        if msg is None and self._ops.running(flow_id):
+            def written() -> bool:
+                return self._ops.next_message(flow_id, stream, resume_token) is not None
+
+            await self._drive_until(flow_id, written, deadline)
             msg = self._ops.next_message(flow_id, stream, resume_token)
-            if msg is not None:
-                return msg
-            if not self._ops.running(flow_id) or (deadline is not None and self.engine.clock.now() >= deadline):
-                raise self._ops.no_message(flow_id, stream, resume_token)
-            await asyncio.sleep(0.1)
+        if msg is None:
+            raise self._ops.no_message(flow_id, stream, resume_token)
+        return msg
 
     async def search_flows(self, query: str, page_size: int, next_page_token: str = "", *,
                            include_continued_as_new: bool = False) -> SearchFlowsPage:
@@ -395,19 +391,27 @@ class AsyncClient(_Closing):
     async def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
         """As Client.wait_for_attribute_match, polling while the engine runs on this loop."""
         check, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
-        while True:
-            found, value = check()
-            if found:
-                return value
-            await self._pause(flow_id, deadline, f"attribute {attribute.name} to match")
+        found = check()
+        if not found[0]:
+            def matched() -> bool:
+                nonlocal found
+                found = check()
+                return bool(found[0])
+
+            await self._drive_until(flow_id, matched, deadline)
+        if not found[0]:
+            raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        return found[1]
 
     async def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
                                        options: WaitForStepCompletionOptions) -> None:
         ended, deadline = self._ops.step_wait(flow_id, step_execution_id, options)
-        while not ended():
-            await self._pause(flow_id, deadline, f"step execution {step_execution_id} to complete")
+        if not ended():
+            await self._drive_until(flow_id, ended, deadline)
+        if not ended():
+            raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
 
-    async def _pause(self, flow_id: str, deadline: float | None, what: str) -> None:
-        if not self._ops.running(flow_id) or (deadline is not None and self.engine.clock.now() >= deadline):
-            raise self._ops.wait_over(flow_id, what, deadline)
-        await asyncio.sleep(0.1)
+    async def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
+        closed = Runner(self.engine).closed(flow_id)
+        poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until
+        await self.engine.drive_async([flow_id], until=lambda: done() or closed(), deadline=deadline, poll=poll)

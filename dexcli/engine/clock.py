@@ -167,6 +167,11 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         """
         return self._steps.submit(fn, args, contextvars.copy_context())
 
+    def thread_waits(self, waiting: bool) -> None:
+        """A handler thread blocks until this loop tells it something (a client call nested in
+        a step): while it waits it is not busy, so an auto-advancing clock may jump."""
+        self._steps.busy += -1 if waiting else 1
+
     def call_in_thread(self, then: Then, fn: Callable[..., Any], *args: Any) -> None:
         """`run_in_thread` without a future: `then(ok, result or exception)` is called on the
         loop when `fn` returns (as the batch of results is delivered; it must not raise)."""

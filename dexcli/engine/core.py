@@ -23,6 +23,7 @@ follows that commit in endings, heartbeats' units in outputs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -36,7 +37,9 @@ from dexcli.engine import waiting as w
 from dexcli.engine.attempt import AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
+from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader
+from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_waiter, thread_waiter
 from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
@@ -46,6 +49,7 @@ from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
+from dexcli.engine.step_threads import on_handler_thread
 from dexcli.engine.sync_attempt import SyncAttempt, halt
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
@@ -75,6 +79,8 @@ class Engine:
         self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
+        self._unstarted: list[t.Leased] = []  # leased as run() was ending: given back, never begun
+        self.drives = Drives()  # which loop runs this engine; where other threads' calls go
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
         self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
@@ -124,14 +130,19 @@ class Engine:
         `options` (timeout, start delay, id reuse; its request id and ignore_already_started
         replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them. `lease`
         (outside run(): the caller drives the flow next) leases the first attempt to the next
-        run() in the same transaction; it starts there without a claim (see Scheduler.reserve)."""
-        req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
-                            options)
-        owner = self.scheduler.reserve() if lease else None
-        with self.store.tx() as tx:
-            started = t.start(tx, req, self.now(req.flow_id), owner)
-        self._after_start(req, started)
-        return started.run_id
+        run() in the same transaction; it starts there without a claim (see Scheduler.reserve).
+        Called on another thread while run() goes on (a step's client), it runs on run()'s loop,
+        and run() drives the new flow too."""
+        def start() -> str:
+            req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id,
+                                ignore_already_started, options)
+            owner = self.scheduler.reserve() if lease else None
+            with self.store.tx() as tx:
+                started = t.start(tx, req, self.now(req.flow_id), owner)
+            self._after_start(req, started)
+            return started.run_id
+
+        return self.drives.on_loop(start)
 
     async def start_flow_async(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                                flow_ref: str | None = None, request_id: str | None = None,
@@ -143,6 +154,7 @@ class Engine:
         transaction and starts at once."""
         req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
                             options)
+        self.scheduler.adopt(req.flow_id)
         owner = self.owner if self.scheduler.drives(req.flow_id) else None
         started = await self.commits.submit(Unit(
             lambda tx: t.start(tx, req, self.now(req.flow_id), owner), lambda s: self._after_start(req, s)))
@@ -152,6 +164,7 @@ class Engine:
         if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run
             self.endings.after_close(req.flow_id, started.terminated)
         if started.created:
+            self.scheduler.adopt(req.flow_id)
             self.scheduler.closed(req.flow_id, reopened=True)
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
         if started.leased is not None and self.scheduler.running:
@@ -175,6 +188,7 @@ class Engine:
         """
         self.definitions.prepare()
         token = use_host(self.host)
+        self.drives.begin(asyncio.get_running_loop(), self.scheduler.accept)
         self._stopped = []
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
@@ -186,8 +200,129 @@ class Engine:
             self._halt()
             raise
         finally:
+            self.drives.end()
             reset_host(token)
             self.commits.flush()
+
+    # ------------------------------------------------------------------ drive (one face) --
+    def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
+              until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:
+        """Drive flows until `until()` holds (checked on every change, and every `poll` seconds),
+        `deadline` (engine clock) passes, or with `until_idle` nothing of them is left to run.
+
+        With no loop running, it runs one on this thread and, when it ends however it ends,
+        releases what it leased and did not finish (attempts INTERRUPTED and runnable at once;
+        leases never begun given back), never leaving them to a heartbeat timeout. Called while
+        a loop runs elsewhere (from a step's handler thread, or another thread) it waits for
+        that loop to meet the condition instead, and the loop drives these flows meanwhile."""
+        while True:
+            if self.drives.claim():
+                try:
+                    self._drive_here(flow_ids, until, until_idle, deadline, poll)
+                finally:
+                    self.drives.release()
+                return
+            if self.drives.on_loop_thread():
+                raise RuntimeError("a blocking client call on the engine's own event loop (in async code): "
+                                   "use AsyncClient and await it")
+            outside = current_flow.get() is None
+            waiter, future = thread_waiter(*self._nested(flow_ids, until, until_idle, deadline),
+                                           holds_thread=on_handler_thread(), outside=outside)
+            if not self.drives.hand(waiter):
+                self.drives.settle(0.01)  # a loop is starting or ending on another thread
+                continue
+            try:
+                future.result()
+                return
+            except LoopGoneError:
+                continue
+            except DriveEndedError:
+                if not outside:
+                    raise
+                continue
+
+    async def drive_async(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
+                          until_idle: bool = False, deadline: float | None = None, poll: float | None = None,
+                          release: bool = True) -> None:
+        """`drive` for async code. On the loop that runs this engine (an async step's client,
+        code beside a worker) it waits for that loop to meet the condition; with no loop running
+        it runs the engine here and (`release`) releases what it leaves, as `drive` does."""
+        loop = asyncio.get_running_loop()
+        if self.drives.loop is None:
+            await asyncio.sleep(0)  # a run() scheduled on this loop just before (a worker's task) begins
+        if self.drives.loop is loop:
+            waiter, future = task_waiter(*self._nested(flow_ids, until, until_idle, deadline),
+                                         outside=current_flow.get() is None)
+            self.scheduler.accept(waiter)
+            await future
+            return
+        if self.drives.loop is not None:  # a loop on another thread runs it
+            waiter, thread_future = thread_waiter(*self._nested(flow_ids, until, until_idle, deadline),
+                                                  holds_thread=False, outside=True)
+            if self.drives.hand(waiter):
+                await asyncio.wrap_future(thread_future)
+                return
+        try:
+            await self._drive(flow_ids, until, until_idle, deadline, poll)
+        finally:
+            if release:
+                await self._stop_left()
+
+    def _drive_here(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
+                    deadline: float | None, poll: float | None) -> None:
+        try:
+            run_on_clock(lambda: self._drive(flow_ids, until, until_idle, deadline, poll), self.clock)
+        finally:
+            with contextlib.suppress(Exception):  # an error that ended the drive matters more
+                self.release_interrupted()
+
+    async def _drive(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
+                     deadline: float | None, poll: float | None) -> None:
+        stop = until
+        if deadline is not None:
+            clock = self.clock
+
+            def stop() -> bool:
+                return clock.now() >= deadline or (until is not None and until())
+
+            asyncio.get_running_loop().call_at(deadline, self.wake)
+        if stop is not None and stop():
+            return
+        await self.run(flow_ids, until_idle=until_idle, stop=stop, stop_poll=poll)
+
+    def _nested(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
+                deadline: float | None) -> tuple[frozenset[str] | None, Callable[[], bool], float | None]:
+        """A nested drive's scope, condition and deadline. Its "until idle" is: its flows have
+        all closed (what else runs belongs to the loop's own drive)."""
+        if until is None:
+            if not until_idle or flow_ids is None:
+                raise RuntimeError("a drive nested in a running engine needs a condition and named flows")
+            store = self.store
+
+            def until() -> bool:
+                return all((f := store.get_flow(fid)) is None or not f.is_running for fid in flow_ids)
+
+        condition = until
+        if deadline is not None:
+            clock = self.clock
+
+            def condition() -> bool:
+                return clock.now() >= deadline or until()
+
+        return (None if flow_ids is None else frozenset(flow_ids)), condition, deadline
+
+    async def _stop_left(self) -> None:
+        """After run() on a loop that goes on: stop the attempts it left (as a clean stop does)
+        and release them."""
+        runs = list(self.runs.values())
+        self._halt()
+        tasks = [r.driver for r in runs if isinstance(r.driver, asyncio.Task) and not r.driver.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            self.release_interrupted()
 
     def claim(self, now: float, flow_ids: list[str] | None) -> None:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
@@ -230,6 +365,9 @@ class Engine:
 
     # ------------------------------------------------------------------ one attempt ------
     def start_attempt(self, leased: t.Leased, now: float) -> None:
+        if self.scheduler.stopping():  # run() ends next: given back at its end, never begun
+            self._unstarted.append(leased)
+            return
         run = AttemptRun(self, leased, self.owner, now)
         self.runs[run.key] = run
         self._by_flow.setdefault(run.flow_id, set()).add(run.key)
@@ -362,18 +500,39 @@ class Engine:
         wait for their heartbeat deadlines. Leases of attempts that never began (leased at start
         for a run() that never came, or stopped before their first step) are given back instead:
         nothing of them is recorded. Returns how many ended INTERRUPTED."""
+        self.scheduler.orphans()
         stopped, self._stopped = self._stopped, []
+        unstarted, self._unstarted = self._unstarted, []
         self.scheduler.release_held()
-        if not stopped:
+        if not stopped and not unstarted:
             return 0
         with self.store.tx() as tx:
+            for leased in unstarted:
+                step = leased.step
+                t.give_back(tx, t.AttemptKey(step.flow_id, step.step_execution_id, step.attempt,
+                                             step.lease_owner or ""), self.now(step.flow_id))
             for run in stopped:
                 if not run.began:
                     t.give_back(tx, run.attempt_key, self.now(run.flow_id))
             return sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped if run.began)
 
     def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
-        with self.store.tx() as tx:
-            closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
-        self.endings.after_close(flow_id, closed)
-        self.wake()
+        def stop() -> None:
+            with self.store.tx() as tx:
+                closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
+            self.endings.after_close(flow_id, closed)
+            self.wake()
+
+        self.drives.on_loop(stop)
+
+    def skip_timer(self, flow_id: str, step_execution_id: str, condition_id: str | None,
+                   condition_index: int | None) -> None:
+        """Make a pending timer of a waiting step execution ready now."""
+        def skip() -> None:
+            with self.store.tx() as tx:
+                woken = w.skip_timer(tx, flow_id, step_execution_id, condition_id, condition_index,
+                                     self.definitions, self.fresh_now(flow_id), None)
+            self.endings.after_woken(flow_id, (woken,) if woken else ())
+            self.wake()
+
+        self.drives.on_loop(skip)

@@ -48,9 +48,8 @@ class Endings:
             await self.engine.commits.submit(unit)
         except t.Fenced:
             self.not_owned(run)
-        except asyncio.CancelledError:
-            run.fence(run.fenced or "cancelled")  # cancelled before its commit: skipped
-            raise
+        except asyncio.CancelledError:  # before its commit (skipped): fenced, or this process stops, and
+            raise  # then the task's handler records it interrupted, to be released
 
     @staticmethod
     def not_owned(run: AttemptRun) -> None:

@@ -367,7 +367,7 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
     except BaseException:
         _unlock(engine, flow_id, snapshot)
         raise
-    after(engine, flow_id, spec, applied)
+    engine.drives.on_loop(lambda: after(engine, flow_id, spec, applied))  # a step's client: on run()'s loop
     return planned.output
 
 

@@ -11,11 +11,8 @@ code already on that loop. `deadline` (engine clock) ends the drive even if `unt
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable
 
-from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.core import Engine
 
 
@@ -35,29 +32,14 @@ class Runner:
 
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
               until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:
-        """Drive on this thread. Interrupted (Ctrl-C, or any exception out of the loop), the
-        attempts it was running are released (`Engine.release_interrupted`) before it re-raises."""
-        try:
-            run_on_clock(lambda: self.drive_async(flow_ids, until=until, until_idle=until_idle, deadline=deadline,
-                                                  poll=poll), self.engine.clock)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the original error matters more
-                self.engine.release_interrupted()
-            raise
+        """Drive on this thread (`Engine.drive`): however it ends, what it leased and did not
+        finish is released."""
+        self.engine.drive(flow_ids, until=until, until_idle=until_idle, deadline=deadline, poll=poll)
 
     async def drive_async(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
                           until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:
         """Drive until `until()` is true (checked on every change, and every `poll` seconds),
-        or with `until_idle` until nothing of these flows is queued, retrying or running."""
-        engine = self.engine
-        stop = until
-        if deadline is not None:
-            clock = engine.clock
-
-            def stop() -> bool:
-                return clock.now() >= deadline or (until is not None and until())
-
-            asyncio.get_running_loop().call_at(deadline, engine.wake)
-        if stop is not None and stop():
-            return
-        await engine.run(flow_ids, until_idle=until_idle, stop=stop, stop_poll=poll)
+        or with `until_idle` until nothing of these flows is queued, retrying or running. The
+        caller (the CLI's driver, a Worker) releases what it leaves once its loop is torn down."""
+        await self.engine.drive_async(flow_ids, until=until, until_idle=until_idle, deadline=deadline, poll=poll,
+                                      release=False)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from dexcli.engine.clock import real_pause
 from dexcli.engine.deadlines import owner_alive
 from dexcli.engine.definitions import FlowNotRegisteredError
+from dexcli.engine.drives import DriveEndedError, Waiter
 from dexcli.engine.transitions import AttemptKey, Leased, give_back
 from dexcli.store import Schedule
 
@@ -66,6 +67,9 @@ class Scheduler:
         self._reserved: str | None = None  # the owner the next run() takes (a start leased to it)
         self._held: dict[str, Held] = {}  # flow id -> its first attempt, leased for the next run()
         self._closed: set[str] = set()  # flows run() drives that closed here during it
+        self._stop: Callable[[], bool] | None = None  # run()'s stop condition
+        self._waiters: list[Waiter] = []  # drives asked for while run() goes on (dexcli.engine.drives)
+        self._orphans: list[Waiter] = []  # those of attempts still waiting when run() ended
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -74,7 +78,7 @@ class Scheduler:
         """Make the loop pass again now. `for_stop_only`: the change cannot make anything due or
         the drive idle (an attempt handed its flow on to a successor leased in the same commit),
         so only a stop condition could care."""
-        if for_stop_only and not self._has_stop:
+        if for_stop_only and not self._has_stop and not self._waiters:
             return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -111,6 +115,67 @@ class Scheduler:
         elif self._driving is not None and flow_id in self._driving:
             self._closed.add(flow_id)
 
+    def adopt(self, flow_id: str) -> None:
+        """A flow started while run() goes on (by a step, through a client): run() drives it too."""
+        if self._driving is not None and not self._all:
+            self._driving = self._driving | {flow_id}
+
+    def stopping(self) -> bool:
+        """Whether run() ends at its next pass (its stop condition holds and no caller from
+        outside its attempts waits on it): an attempt leased now is not begun, but given back."""
+        stop = self._stop
+        return stop is not None and stop() and not any(w.outside for w in self._waiters)
+
+    def accept(self, waiter: Waiter) -> None:
+        """A drive asked for while run() goes on (on the loop): its flows join the scope, its
+        condition is checked on every change until it holds."""
+        if self._driving is None:
+            waiter.finish(DriveEndedError("the engine's drive ended"))
+            return
+        if waiter.until():
+            waiter.finish(None)
+            return
+        if waiter.flow_ids is None:
+            self._all = True
+        elif not self._all:
+            self._driving = self._driving | waiter.flow_ids
+        if waiter.holds_thread:
+            self._thread_waits(True)
+        loop = asyncio.get_running_loop()
+        if waiter.deadline is not None:
+            loop.call_at(waiter.deadline, self.wake)
+        self._waiters.append(waiter)
+        self.wake()
+
+    def _thread_waits(self, waiting: bool) -> None:
+        """A handler thread blocks in a nested drive: it does not hold the clock meanwhile."""
+        thread_waits = getattr(asyncio.get_running_loop(), "thread_waits", None)
+        if thread_waits is not None:
+            thread_waits(waiting)
+
+    def _tell(self, waiter: Waiter, error: BaseException | None) -> None:
+        if waiter.holds_thread:
+            self._thread_waits(False)
+        waiter.finish(error)
+
+    def _check_waiters(self) -> None:
+        if self._waiters:
+            held = [w for w in self._waiters if w.until()]
+            if held:
+                self._waiters = [w for w in self._waiters if w not in held]
+                for w in held:
+                    self._tell(w, None)
+
+    def orphans(self) -> None:
+        """After run()'s attempts were stopped: tell the nested drives they waited in that the
+        drive ended (their handlers' threads go on, their answers ignored)."""
+        orphans, self._orphans = self._orphans, []
+        for w in orphans:
+            w.finish(DriveEndedError("the engine's drive ended before the condition held"))
+
+    def _outside_waiting(self) -> bool:
+        return any(w.outside for w in self._waiters)
+
     @property
     def running(self) -> bool:
         """Whether run() is going on."""
@@ -138,6 +203,7 @@ class Scheduler:
             self.owner = reserved or self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
         self._has_stop = stop is not None
+        self._stop = stop
         self._next_offset_read = 0.0
         self._closed = set()
         clock = engine.clock
@@ -146,24 +212,34 @@ class Scheduler:
         try:
             first = self._start_held(flow_ids)
             while True:
-                if until_idle and not engine.runs and flow_ids and self._closed.issuperset(flow_ids):
+                driving = None if self._all else sorted(self._driving)
+                if (until_idle and not engine.runs and driving and self._closed.issuperset(driving)
+                        and not self._outside_waiting()):
                     break  # they closed here: nothing of them can be queued or running any more
-                ids = self._ids = self._scope(flow_ids)
-                if flow_ids is not None and not ids and engine.unloadable:
+                ids = self._ids = self._scope(driving)
+                if driving is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
                     raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
                 sched = first if first is not None else self._pass(ids)
                 first = None
-                if stop is not None and stop():
+                self._check_waiters()
+                if stop is not None and stop() and not self._outside_waiting():
                     break
-                if until_idle and not engine.runs and sched.due is None and not sched.foreign:
+                if (until_idle and not engine.runs and sched.due is None and not sched.foreign
+                        and not self._outside_waiting()):
                     break  # nothing queued, retrying or running anywhere in these flows
                 timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
                     continue
                 await self._sleep(timeout)
         finally:
-            self._all, self._driving = False, None
+            self._all, self._driving, self._stop = False, None, None
+            waiters, self._waiters = self._waiters, []
+            for w in waiters:
+                if w.outside:  # they drive again themselves
+                    self._tell(w, DriveEndedError("the engine's drive ended before the condition held"))
+                else:  # attempts of this loop: told once they are stopped (`orphans`), so their
+                    self._orphans.append(w)  # handlers' answers cannot be taken as outcomes
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
 

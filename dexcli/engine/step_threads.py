@@ -29,6 +29,12 @@ from typing import Any
 Then = Callable[[bool, Any], None]  # told on the loop: (True, result) or (False, exception)
 _Target = asyncio.Future[Any] | Then
 _Call = tuple[Callable[..., Any], tuple[Any, ...], contextvars.Context, _Target]
+_local = threading.local()
+
+
+def on_handler_thread() -> bool:
+    """Whether this thread is a handler thread (its call counts in some loop's `busy`)."""
+    return getattr(_local, "handler", False)
 
 
 class StepThreads:
@@ -69,6 +75,7 @@ class StepThreads:
                          daemon=True).start()
 
     def _work(self, park: threading.Lock) -> None:
+        _local.handler = True
         calls = self._calls
         while True:
             try:

@@ -18,6 +18,10 @@ from dexcli.testing import DexTestEnv
 from tests.engine.attribute_flows import CounterFlow, RetryFlow
 
 
+def outcomes_of(env: DexTestEnv, flow_id: str) -> list[str]:
+    return [a["outcome"] for s in env.inspect(flow_id)["steps"] for a in s["attempts"]]
+
+
 def _attrs(env: DexTestEnv, flow_id: str) -> dict[str, Any]:
     return {k: json.loads(v) for k, _, _, v in env.store.read(lambda tx: tx.attribute_values(flow_id))}
 
@@ -39,11 +43,19 @@ def test_with_a_lock_steps_queue_and_no_update_is_lost() -> None:
 def test_a_step_waiting_on_a_lock_shows_the_key_it_waits_for() -> None:
     with DexTestEnv(start=0.0) as env:
         env.start(CounterFlow(), [-100, -1], "f")
-        env.drive(["f"], until=lambda: env.clock.now() >= 50)
-        steps = {s.step_execution_id: s for s in env.store.steps_of("f")}
+        seen: dict[str, Any] = {}
+
+        def at_50() -> bool:  # looked at while the drive runs (it releases what it leaves)
+            if env.clock.now() < 50:
+                return False
+            seen["steps"] = {s.step_execution_id: s for s in env.store.steps_of("f")}
+            seen["holder"] = env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now()))
+            return True
+
+        env.drive(["f"], until=at_50)
+        steps, holder = seen["steps"], seen["holder"]
         waiting = [s for s in steps.values() if s.lock_wait == "counter"]
         assert len(waiting) == 1 and waiting[0].status.value == "QUEUED"
-        holder = env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now()))
         assert holder in steps and steps[holder].status.value == "RUNNING"
 
 
@@ -51,10 +63,18 @@ def test_an_rpc_whose_lock_is_held_fails_at_once() -> None:
     with DexTestEnv(start=0.0) as env:
         flow = CounterFlow()
         env.start(flow, [-100], "f")
-        env.drive(["f"], until=lambda: env.clock.now() >= 10)
-        with pytest.raises(RpcLockConflictError, match="counter"):
-            env.client.invoke_rpc(flow.bump, "f")
-        assert env.client.invoke_rpc(flow.read, "f") == 0  # unlocked reads are not refused
+        seen: dict[str, Any] = {}
+
+        def at_10() -> bool:  # while LockedIncrement holds the lock (the drive releases it as it ends)
+            if env.clock.now() < 10:
+                return False
+            with pytest.raises(RpcLockConflictError, match="counter"):
+                env.client.invoke_rpc(flow.bump, "f")
+            seen["read"] = env.client.invoke_rpc(flow.read, "f")
+            return True
+
+        env.drive(["f"], until=at_10)
+        assert seen["read"] == 0  # unlocked reads are not refused
 
 
 def test_an_interrupted_attempt_holds_no_lock() -> None:
@@ -63,10 +83,19 @@ def test_an_interrupted_attempt_holds_no_lock() -> None:
     with DexTestEnv(start=0.0) as env:
         flow = CounterFlow()
         env.start(flow, [-100], "f")
-        env.drive(["f"], until=lambda: env.clock.now() >= 10)  # LockedIncrement holds the lock
-        with pytest.raises(RpcLockConflictError, match="counter"):
-            env.client.invoke_rpc(flow.bump, "f")
-        assert env.engine.release_interrupted() == 1
+        conflicts: list[str] = []
+
+        def at_10() -> bool:  # LockedIncrement holds the lock
+            if env.clock.now() < 10:
+                return False
+            with pytest.raises(RpcLockConflictError, match="counter") as e:
+                env.client.invoke_rpc(flow.bump, "f")
+            conflicts.append(str(e.value))
+            return True
+
+        env.drive(["f"], until=at_10)  # as it ends, the drive releases the attempt (a clean stop)
+        assert conflicts and env.engine.release_interrupted() == 0
+        assert outcomes_of(env, "f")[-1] == "INTERRUPTED"  # LockedIncrement-1, after the start step
         assert env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now())) is None
         assert env.client.invoke_rpc(flow.bump, "f") == 1
 

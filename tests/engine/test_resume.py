@@ -21,14 +21,15 @@ def test_wait_for_flow_can_be_called_again_after_a_long_poll_timeout(env):
     env.start(Single(Beat(None, every=5, finish_after=30)), 0, "f")
     with pytest.raises(LongPollTimeoutError):
         env.client.wait_for_flow("f", timeout=timedelta(seconds=12))
-    assert step(env, "f", "Beat-1")["status"] == "RUNNING"
+    # the drive that timed out released the attempt it was running: runnable at once
+    assert step(env, "f", "Beat-1")["status"] == "QUEUED"
     result = within(1.5, lambda: env.client.wait_for_flow("f"))
     assert result.status is FlowStatus.COMPLETED
-    # the attempt the first drive left behind is treated like a crashed worker's: lost at its
-    # heartbeat deadline (last heartbeat 10 s + 60 s), then retried after 1 s
+    # never left to its heartbeat timeout (as a crashed worker's would be): INTERRUPTED at 12 s,
+    # run again at once for its 30 s
     tries = attempts(env, "f", "Beat-1")
     assert [(a["outcome"], a["errorType"], rel(env, a["endTime"])) for a in tries] == [
-        ("LOST", "Heartbeat", 70), ("COMPLETED", None, 101)]
+        ("INTERRUPTED", None, 12), ("COMPLETED", None, 42)]
 
 
 def test_a_long_poll_timeout_stops_at_the_requested_virtual_time(env):

@@ -159,7 +159,7 @@ def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -
         env.start(HeldFlow(step), 10, "f")
         env.drive(["f"], until=stopping.is_set)
         assert not env.engine.runs
-        assert env.engine.release_interrupted() == 1
+        assert env.engine.release_interrupted() == 0  # the drive released it as it ended
         step.release.set()
         assert outcomes(env, "f") == ["INTERRUPTED"]
         assert env.client.wait_for_flow("f").single_output(int) == 12
