@@ -17,6 +17,7 @@ from dexcli.cli.render_inspect import inspect_view
 from dexcli.testing import DexTestEnv
 from tests.cli.cli_helpers import Cli
 from tests.engine.attribute_flows import CounterFlow
+from tests.engine.engine_helpers import inspect_when
 
 
 def text(renderable: Any) -> str:
@@ -30,8 +31,7 @@ def queued_behind_a_lock() -> Iterator[tuple[DexTestEnv, dict[str, Any]]]:
     """A flow whose LockedIncrement-1 holds `counter` for 100 s and LockedIncrement-2 waits for it."""
     with DexTestEnv(start=0.0) as env:
         env.start(CounterFlow(), [-100, -1], "f")
-        env.drive(["f"], until=lambda: env.clock.now() >= 50)
-        yield env, env.inspect("f")
+        yield env, inspect_when(env, "f", lambda: env.clock.now() >= 50)
 
 
 def test_inspect_json_has_the_attributes_and_who_holds_or_waits_for_each_lock(queued_behind_a_lock) -> None:

@@ -67,3 +67,18 @@ def within(seconds: float, fn: Callable[[], Any]) -> Any:
     if "error" in out:
         raise out["error"]
     return out.get("value")
+
+
+def inspect_when(env: DexTestEnv, flow_id: str, when: Callable[[], bool]) -> dict[str, Any]:
+    """`env.inspect(flow_id)` taken while a drive runs, the first time `when()` holds: a drive
+    releases what it leaves running as it ends, so a mid-run picture is taken inside it."""
+    seen: dict[str, Any] = {}
+
+    def until() -> bool:
+        if not when():
+            return False
+        seen["snap"] = env.inspect(flow_id)
+        return True
+
+    env.drive([flow_id], until=until)
+    return seen["snap"]
