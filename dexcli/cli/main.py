@@ -22,10 +22,11 @@ _APP: list[typer.Typer] = []
 def _register() -> typer.Typer:
     if _APP:
         return _APP[0]
-    from dexcli.cli import admin_cmds, attribute_wait_cmds, read_cmds, run_cmds, wait_cmds
+    from dexcli.cli import admin_cmds, attribute_wait_cmds, read_cmds, run_cmds, start_cmds, wait_cmds
     from dexcli.cli.app import app
 
     app.command()(run_cmds.run)
+    app.command(cls=start_cmds.StartCommand)(start_cmds.start)
     app.command()(run_cmds.resume)
     app.command()(run_cmds.worker)
     app.command()(run_cmds.watch)
