@@ -22,7 +22,16 @@ _APP: list[typer.Typer] = []
 def _register() -> typer.Typer:
     if _APP:
         return _APP[0]
-    from dexcli.cli import admin_cmds, attribute_wait_cmds, read_cmds, run_cmds, start_cmds, stop_cmds, wait_cmds
+    from dexcli.cli import (
+        admin_cmds,
+        attribute_wait_cmds,
+        read_cmds,
+        run_cmds,
+        start_cmds,
+        stop_cmds,
+        top_cmds,
+        wait_cmds,
+    )
     from dexcli.cli.app import app
 
     app.command()(run_cmds.run)
@@ -32,6 +41,7 @@ def _register() -> typer.Typer:
     app.command()(run_cmds.watch)
     app.command()(read_cmds.inspect)
     app.command("list")(read_cmds.list_flows)
+    app.command()(top_cmds.top)
     app.command()(read_cmds.flows)
     app.command()(stop_cmds.stop)
     app.command()(wait_cmds.rpc)
