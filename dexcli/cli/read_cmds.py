@@ -31,7 +31,7 @@ def inspect(
     svg: Path | None = typer.Option(None, "--svg", metavar="FILE",
                                     help="With --timeline: also write the picture as SVG to FILE."),
     history: bool = typer.Option(False, "--history",
-                                 help="Every history event with its whole payload (paged on a terminal)."),
+                                 help="Every history event with its whole payload (paged on a terminal; --json: the events)."),
     step: str | None = typer.Option(None, "--step", metavar="STEP",
                                     help="With --history: only the events of this step (AwaitJob-1 or AwaitJob)."),
 ) -> None:
@@ -203,9 +203,10 @@ def flows() -> None:
     """List the flows `dex run` knows by name."""
     from dexcli.cli.plugin_cmds import plugins
 
-    for p in plugins().plugins.values():
-        module, _, cls = p.target.partition(":")
-        print(f"{p.name:<12} {cls:<16} {module:<20} {p.description}")
+    rows = [(p.name, *p.target.partition(":")[::2], p.description) for p in plugins().plugins.values()]
+    width = max((len(module) for _, module, _, _ in rows), default=0)  # module names vary in length
+    for name, module, cls, description in rows:
+        print(f"{name:<12} {cls:<16} {module:<{width}} {description}")
 
 
 def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:

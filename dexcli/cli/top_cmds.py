@@ -31,9 +31,9 @@ def top(
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between refreshes."),
     limit: int = typer.Option(50, "--limit", min=1, help="How many running flows to read, newest first."),
 ) -> None:
-    """Watch every flow of the database live: counts per status, each running flow's steps, attempts,
-    heartbeats and waits, and the overdue or orphaned ones. q quits.
+    """Every flow of the database, live: counts, the running flows' steps, the overdue and orphaned ones.
 
+    Each open step shows its attempt, heartbeat age and what it waits for. q (or Ctrl-C) quits.
     Read-only: it runs no flow code and writes nothing."""
     from dexcli.engine.overview import overview
 
