@@ -45,7 +45,8 @@ def test_a_project_with_its_own_flows_package_still_runs_the_examples(tmp_path: 
     rows = listed.stdout.splitlines()
     assert {ln.split()[0] for ln in rows} >= {"polling", "three-steps", "approval", "payment"}
     assert any(" dexcli_flows.three_steps " in ln for ln in rows)  # the installed module, named as imported
-    assert len({ln.index(ln.split()[3]) for ln in rows}) == 1  # the descriptions line up, whatever the names
+    starts = {ln.index(" " + ln.split()[3], ln.index("dexcli_flows.")) for ln in rows}
+    assert len(starts) == 1  # the descriptions line up, whatever the module names
     res = dex("run", "polling", "--flow-id", "p1", "--time-skip", "--job-duration", "2s")
     assert res.returncode == 0, res.stderr
     assert "COMPLETED" in res.stdout and 'result: "artifact for p1"' in res.stdout
