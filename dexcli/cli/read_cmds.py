@@ -31,7 +31,7 @@ def inspect(
     svg: Path | None = typer.Option(None, "--svg", metavar="FILE",
                                     help="With --timeline: also write the picture as SVG to FILE."),
     history: bool = typer.Option(False, "--history",
-                                 help="Every history event with its whole payload (paged on a terminal; --json: the events)."),
+                                 help="Every event with its whole payload (paged on a terminal; --json: the events)."),
     step: str | None = typer.Option(None, "--step", metavar="STEP",
                                     help="With --history: only the events of this step (AwaitJob-1 or AwaitJob)."),
 ) -> None:

@@ -1,7 +1,7 @@
 """`dex top`'s screen: the status counts, then the running flows (those in trouble first), each
 with its open steps — attempt, heartbeat age, what it waits for — and, in red, what is wrong
 (overdue: nothing drives it; orphaned: its attempt's process is gone). Every line is cut to the
-width and the screen to the height (80×24 shows the counts and about eight flows).
+width and the screen to the height (80x24 shows the counts and about eight flows).
 Reads an `engine.overview.overview` dict; nothing here reads the database.
 """
 
