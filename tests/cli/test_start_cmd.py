@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.cli.cli_helpers import Cli, assert_error
 
 
@@ -41,3 +43,11 @@ def test_start_help_lists_the_plugins_run_options(cli: Cli) -> None:
     out = cli.ok("start", "--help", db=False).stdout
     assert "without driving it" in out and "--job-duration" in out and "--attribute" in out
     assert "--crash-at" not in out and "--time-skip" not in out  # those are for a process that drives
+
+
+def test_start_a_flow_of_ones_own_file_and_a_worker_loads_it_from_there(cli: Cli, user_files: dict[str, Path]) -> None:
+    fid = cli.ok("start", "--file", f"{user_files['flows']}:OrderFlow", "--input", '{"item": "pen", "qty": 5}').stdout
+    fid = fid.strip()
+    assert fid and cli.json("inspect", fid, "--json")["summary"]["flowRef"] == f"file:{user_files['flows']}:OrderFlow"
+    assert f"{fid}: COMPLETED" in cli.ok("worker", "--until-idle").stdout
+    assert cli.json("inspect", fid, "--json")["summary"]["completions"][0]["output"] == 10

@@ -82,12 +82,18 @@ def test_json_has_the_counts_and_each_running_flows_open_steps(cli: Cli, busy_db
     assert _dump(busy_db) == before
 
 
-def test_a_short_screen_keeps_the_counts_and_says_how_many_more_run(cli: Cli) -> None:
+def test_a_pipe_gets_every_flow_read_and_a_24_line_screen_says_how_many_more_run(cli: Cli) -> None:
+    from dexcli.cli.render_top import screen
+
     for i in range(12):
         cli.ok("start", "three-steps", "--input", "1", "--flow-id", f"t{i:02}")
     lines = cli.ok("top", "--once", env={"COLUMNS": "80"}).stdout.splitlines()
     assert lines[1].startswith("12 flow(s): 12 running")
     assert len(lines) == 3 + 12 * 2  # not a terminal: every flow read is shown
+    shown = [t.plain for t in screen(cli.json("top", "--json"), "dex.db", 80, 24)]  # what a terminal gets
+    assert len(shown) == 24 and shown[1] == lines[1] and max(len(ln) for ln in shown) <= 80
+    assert shown[-1] == "… 2 more running: dex list --status RUNNING"  # 10 flows of 2 lines, then this
+    assert [ln.split()[0] for ln in shown[3:-1] if not ln.startswith(" ")] == [f"t{i:02}" for i in range(11, 1, -1)]
 
 
 def _pty_top(db: Path, key: bytes) -> tuple[int, str]:
