@@ -86,7 +86,8 @@ def test_a_pipe_gets_every_flow_read_and_a_24_line_screen_says_how_many_more_run
     from dexcli.cli.render_top import screen
 
     for i in range(12):
-        cli.ok("start", "three-steps", "--input", "1", "--flow-id", f"t{i:02}")
+        # delayed an hour: none is overdue however slowly the twelve starts go (each shows in 2 lines)
+        cli.ok("start", "three-steps", "--input", "1", "--flow-id", f"t{i:02}", "--start-delay", "1h")
     lines = cli.ok("top", "--once", env={"COLUMNS": "80"}).stdout.splitlines()
     assert lines[1].startswith("12 flow(s): 12 running")
     assert len(lines) == 3 + 12 * 2  # not a terminal: every flow read is shown
