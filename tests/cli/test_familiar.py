@@ -11,3 +11,4 @@ def test_familiar_command_names_point_at_dex_commands(cli: Cli) -> None:
         line = assert_error(cli(name, "f1"), 2, f"No such command '{name}'", fragment)
         assert "Did you mean" not in line
     assert_error(cli("inspec", "f1"), 2, "Did you mean 'inspect'?")  # other names keep click's guess
+
