@@ -25,7 +25,7 @@ def concurrent_start(db: str, n: int) -> dict[str, Any]:
     from dexcli.engine.core import Engine
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     fresh_db(Path(db))
     flow = ThreeStepFlow()
@@ -49,7 +49,7 @@ def concurrent_drain(db: str, n: int) -> dict[str, Any]:
     from dexcli import Worker
     from dexcli.engine.process import tune_gc
     from dexcli.sdk.registry import Registry
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     with Worker(Registry([ThreeStepFlow()]), db=db) as worker:
         engine = worker.engine

@@ -29,7 +29,7 @@ def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
 def throughput(db: str, n: int) -> dict[str, Any]:
     """N ThreeStepFlow runs one after another, real time, SYNC durability (the default)."""
     from dexcli.engine.clock import run as run_on_clock
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     fresh_db(Path(db))
     engine = _engine(db)
@@ -131,10 +131,10 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     from dexcli.engine.clock import Clock
     from dexcli.engine.clock import run as run_on_clock
     from dexcli.engine.host import StoreHost
-    from flows.job_service import FAKE_JOB_DURATION_SECONDS, FakeJobService
+    from dexcli_flows.job_service import FAKE_JOB_DURATION_SECONDS, FakeJobService
 
     fresh_db(Path(db))
-    import flows.polling as polling
+    import dexcli_flows.polling as polling
 
     if kind == "fast":
         polling.POLL_INTERVAL = FAST_POLL_INTERVAL
@@ -207,8 +207,8 @@ def virtual_timeout(db: str) -> dict[str, Any]:
     StartToClose at 10 min, RecordJobWaitFailure fails the flow."""
     from dexcli.engine.host import StoreHost
     from dexcli.testing import DexTestEnv
-    from flows.job_service import FakeJobService
-    from flows.polling import PollingFlow
+    from dexcli_flows.job_service import FakeJobService
+    from dexcli_flows.polling import PollingFlow
 
     fresh_db(Path(db))
     t_setup = time.perf_counter()
@@ -238,7 +238,7 @@ def make_big_db(db: str, n: int) -> dict[str, Any]:
     """A database of n finished ThreeStepFlow runs: one real run through the engine (virtual
     time), then its rows cloned n-1 times in one transaction (ids and times shifted)."""
     from dexcli.testing import DexTestEnv
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     fresh_db(Path(db))
     t0 = time.perf_counter()
@@ -282,8 +282,8 @@ def recovery_holder(db: str, n: int, ready_file: str) -> None:
     """Start n PollingFlows with hour-long jobs and run them until killed (SIGKILL)."""
     from dexcli.engine.clock import run as run_on_clock
     from dexcli.engine.host import StoreHost
-    from flows.job_service import FakeJobService
-    from flows.polling import PollingFlow
+    from dexcli_flows.job_service import FakeJobService
+    from dexcli_flows.polling import PollingFlow
 
     fresh_db(Path(db))
     flow = PollingFlow()

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.common import cpu_seconds, fresh_db, peak_rss_mib, percentile
 from dexcli import Context, StepDecision
-from flows.approval import ApprovalFlow, AwaitDecision, Request
+from dexcli_flows.approval import ApprovalFlow, AwaitDecision, Request
 
 EXECUTE_STARTED: dict[str, float] = {}  # flow id -> perf_counter() when its execute began
 

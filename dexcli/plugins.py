@@ -7,7 +7,7 @@ starts, commands of its own, and hints for the live view. The examples in `flows
 
     # pyproject.toml
     [project.entry-points."dex.flows"]
-    polling = "flows.plugins:POLLING"
+    polling = "dexcli_flows.plugins:POLLING"
 
     # flows/plugins.py
     from dexcli.plugins import Argument, Command, CommandContext, FlowPlugin, Option, RunContext
@@ -21,7 +21,7 @@ starts, commands of its own, and hints for the live view. The examples in `flows
 
     POLLING = FlowPlugin(
         name="polling",
-        flow="flows.polling:PollingFlow",     # a Flow class or instance, or "module:attr"
+        flow="dexcli_flows.polling:PollingFlow",     # a Flow class or instance, or "module:attr"
         description="Wait for a simulated external job.",
         run_options=(Option("--job-duration", "How long the job runs (default 6s).", kind="duration"),
                      Option("--job-fails", "The job ends FAILED.", kind="flag")),

@@ -21,7 +21,7 @@ from dexcli.plugins import (
     RunContext,
     UsageError,
 )
-from flows.job_service import FakeJobService
+from dexcli_flows.job_service import FakeJobService
 
 
 def configure_job(run: RunContext) -> None:
@@ -57,7 +57,7 @@ def complete_job(ctx: CommandContext, flow_id: str | None) -> None:
 
 POLLING = FlowPlugin(
     name="polling",
-    flow="flows.polling:PollingFlow",
+    flow="dexcli_flows.polling:PollingFlow",
     description="Wait for a simulated external job: progress on each status change, result at the end.",
     run_options=(
         Option("--job-duration", "How long the simulated job runs (default 6s).", kind="duration"),
@@ -73,13 +73,13 @@ POLLING = FlowPlugin(
 
 THREE_STEPS = FlowPlugin(
     name="three-steps",
-    flow="flows.three_steps:ThreeStepFlow",
+    flow="dexcli_flows.three_steps:ThreeStepFlow",
     description="Three short steps in a row, each checkpointed: the smallest flow to crash and resume.",
 )
 
 APPROVAL = FlowPlugin(
     name="approval",
-    flow="flows.approval:ApprovalFlow",
+    flow="dexcli_flows.approval:ApprovalFlow",
     description="Wait for a person: approve/reject RPCs from another terminal, or expire after 24 h.",
     hints=(Hint("decide:  dex rpc {flow_id} approve --input '\"dana\"'", while_step="AwaitDecision"),
            Hint("expire now:  dex skip-timer {flow_id} AwaitDecision-1 --condition-id expire",
@@ -88,7 +88,7 @@ APPROVAL = FlowPlugin(
 
 PAYMENT = FlowPlugin(
     name="payment",
-    flow="flows.payment:PaymentFlow",
+    flow="dexcli_flows.payment:PaymentFlow",
     description="Poll a payment without a lock, then record it under an Attribute lock in a short step.",
     hints=("settled total:  dex rpc {flow_id} settled",),
 )

@@ -25,7 +25,7 @@ from dexcli import (
     go_to,
     graceful_complete,
 )
-from flows.job_service import FakeJobService, JobState, JobStatus
+from dexcli_flows.job_service import FakeJobService, JobState, JobStatus
 
 # Keep POLL_INTERVAL + JOB_CALL_TIMEOUT <= heartbeat_timeout - 10s.
 # MAX_JOB_WAIT bounds one attempt and all retries; Dex enforces it.

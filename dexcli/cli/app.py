@@ -126,6 +126,15 @@ class DexGroup(FullHelpGroup):
 
         return command_names(super().list_commands(ctx))
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except _click_exceptions().UsageError as e:
+            from dexcli.cli.familiar import with_hint
+
+            e.message = with_hint(e.message, args[0]) if args else e.message
+            raise
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and cmd_name != "run":

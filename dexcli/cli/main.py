@@ -22,17 +22,28 @@ _APP: list[typer.Typer] = []
 def _register() -> typer.Typer:
     if _APP:
         return _APP[0]
-    from dexcli.cli import admin_cmds, attribute_wait_cmds, read_cmds, run_cmds, wait_cmds
+    from dexcli.cli import (
+        admin_cmds,
+        attribute_wait_cmds,
+        read_cmds,
+        run_cmds,
+        start_cmds,
+        stop_cmds,
+        top_cmds,
+        wait_cmds,
+    )
     from dexcli.cli.app import app
 
     app.command()(run_cmds.run)
+    app.command(cls=start_cmds.StartCommand)(start_cmds.start)
     app.command()(run_cmds.resume)
     app.command()(run_cmds.worker)
     app.command()(run_cmds.watch)
     app.command()(read_cmds.inspect)
     app.command("list")(read_cmds.list_flows)
+    app.command()(top_cmds.top)
     app.command()(read_cmds.flows)
-    app.command()(run_cmds.stop)
+    app.command()(stop_cmds.stop)
     app.command()(wait_cmds.rpc)
     app.command("skip-timer")(wait_cmds.skip_timer)
     app.command()(attribute_wait_cmds.wait)

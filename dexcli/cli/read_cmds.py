@@ -30,10 +30,17 @@ def inspect(
                                   help="Draw each step's attempts on one time axis instead."),
     svg: Path | None = typer.Option(None, "--svg", metavar="FILE",
                                     help="With --timeline: also write the picture as SVG to FILE."),
+    history: bool = typer.Option(False, "--history",
+                                 help="Every event with its whole payload (paged on a terminal; --json: the events)."),
+    step: str | None = typer.Option(None, "--step", metavar="STEP",
+                                    help="With --history: only the events of this step (AwaitJob-1 or AwaitJob)."),
 ) -> None:
     """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
     from dexcli.cli.quick import show_inspect
 
+    if history or step is not None:
+        _show_history(flow_id, step, json_out, history, timeline)
+        return
     if svg is not None and not timeline:
         raise UsageError("--svg writes the timeline: add --timeline")
     if json_out and timeline:
@@ -47,6 +54,23 @@ def inspect(
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     flow = store.get_flow(flow_id)
     _print_timeline(snap, flow.clock_offset if flow is not None else 0.0, svg)
+
+
+def _show_history(flow_id: str, step: str | None, json_out: bool, history: bool, timeline: bool) -> None:
+    from dexcli.cli.render_history import print_history, step_events
+    from dexcli.engine.views import inspect_flow
+
+    if not history:
+        raise UsageError("--step filters the history: add --history")
+    if timeline:
+        raise UsageError("--history and --timeline do not go together: choose one")
+    store = open_store(must_exist=True)
+    snap = inspect_flow(store, flow_id, store_now(store, flow_id))
+    events = snap["history"] if step is None else step_events(snap, step)
+    if json_out:
+        print(json.dumps(events, indent=2))
+    else:
+        print_history(out_console(), events)
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
@@ -179,9 +203,10 @@ def flows() -> None:
     """List the flows `dex run` knows by name."""
     from dexcli.cli.plugin_cmds import plugins
 
-    for p in plugins().plugins.values():
-        module, _, cls = p.target.partition(":")
-        print(f"{p.name:<12} {cls:<16} {module:<20} {p.description}")
+    rows = [(p.name, *p.target.partition(":")[::2], p.description) for p in plugins().plugins.values()]
+    width = max((len(module) for _, module, _, _ in rows), default=0)  # module names vary in length
+    for name, module, cls, description in rows:
+        print(f"{name:<12} {cls:<16} {module:<{width}} {description}")
 
 
 def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:

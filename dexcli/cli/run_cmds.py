@@ -175,8 +175,9 @@ def _checked_id(engine: Engine, flow_id: str | None, definition: FlowDefinition,
 
 
 def _start(engine: Engine, flow_obj: Flow[Any], ref: str, fid: str, start_input: Any,
-           plugin: FlowPlugin | None, given: dict[str, Any], options: StartFlowOptions) -> None:
-    """Let the flow's plugin set things up, then start the flow (its first attempt leased)."""
+           plugin: FlowPlugin | None, given: dict[str, Any], options: StartFlowOptions, lease: bool = True) -> None:
+    """Let the flow's plugin set things up, then start the flow (with `lease`, its first attempt
+    leased to this process; `dex start` leaves it queued for whoever drives it)."""
     if plugin is not None and plugin.before_start is not None:
         from dexcli.cli.plugin_cmds import options_of
         from dexcli.engine.host import StoreHost
@@ -186,7 +187,7 @@ def _start(engine: Engine, flow_obj: Flow[Any], ref: str, fid: str, start_input:
         plugin.before_start(RunContext(fid, host, options_of(plugin, given)))
     try:
         # this process drives the flow next: its first attempt is leased in the start's transaction
-        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=True)
+        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=lease)
     except ValueError as exc:  # a start option the SDK refuses (a HANDLER policy without handle_timeout, ...)
         raise UsageError(str(exc)) from None
 

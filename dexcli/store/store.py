@@ -170,6 +170,11 @@ class Store:
         """How many flows the database holds (runs kept under `<id>$<run-id>` included)."""
         return int(self._rows("SELECT COUNT(*) FROM flows")[0][0])
 
+    def status_counts(self) -> dict[FlowState, int]:
+        """How many flows are in each status (runs kept under `<id>$<run-id>` included); a
+        status no flow has is left out."""
+        return {FlowState(s): int(n) for s, n in self._rows("SELECT status, COUNT(*) FROM flows GROUP BY status")}
+
     def running_flow_ids(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
 

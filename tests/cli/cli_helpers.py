@@ -60,7 +60,7 @@ def start_flow(db: Path, name: str, flow_id: str, input: Any = None, job_duratio
     from dexcli.cli.loader import load_flow
     from dexcli.engine.host import StoreHost
     from dexcli.store import Store
-    from flows.job_service import FakeJobService
+    from dexcli_flows.job_service import FakeJobService
 
     store = Store(db)
     try:

@@ -11,7 +11,7 @@ from rich.live import Live
 from dexcli.cli import driver
 from dexcli.cli.driver import View
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 
 def test_an_unchanged_view_is_not_redrawn(tmp_path, monkeypatch):

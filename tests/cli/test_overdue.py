@@ -14,7 +14,7 @@ from dexcli.cli.render_inspect import inspect_view
 from dexcli.engine.views import overdue
 from dexcli.plugins import Hint
 from dexcli.testing import DexTestEnv
-from flows.polling import PollingFlow
+from dexcli_flows.polling import PollingFlow
 from tests.engine.engine_flows import Flaky, Single
 
 DEAD = f"{socket.gethostname()}:999999999:x"  # a process of this host that does not run

@@ -82,8 +82,8 @@ def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_entry_points_are_read_by_group():
-    text = "[console_scripts]\nx = a:b\n\n[dex.flows]\n# a comment\npolling = flows.plugins:POLLING\n"
-    assert parse_entry_points(text, "dex.flows", "d") == [EntryPoint("polling", "flows.plugins:POLLING", "d")]
+    text = "[console_scripts]\nx = a:b\n\n[dex.flows]\n# a comment\npolling = dexcli_flows.plugins:POLLING\n"
+    assert parse_entry_points(text, "dex.flows", "d") == [EntryPoint("polling", "dexcli_flows.plugins:POLLING", "d")]
 
 
 def test_the_examples_are_plugins_like_any_other():
@@ -96,8 +96,9 @@ def test_the_examples_are_plugins_like_any_other():
 
 
 def test_a_plugin_that_is_not_a_flow_plugin_or_takes_a_name_is_skipped_with_a_warning():
-    eps = [EntryPoint("a", "flows.plugins:POLLING", "one"), EntryPoint("b", "flows.plugins:configure_job", "two"),
-           EntryPoint("c", "flows.plugins:POLLING", "three"), EntryPoint("d", "flows.plugins:THREE_STEPS", "four")]
+    mod = "dexcli_flows.plugins"
+    eps = [EntryPoint("a", f"{mod}:POLLING", "one"), EntryPoint("b", f"{mod}:configure_job", "two"),
+           EntryPoint("c", f"{mod}:POLLING", "three"), EntryPoint("d", f"{mod}:THREE_STEPS", "four")]
     found = discover(eps)
     assert list(found.plugins) == ["polling", "three-steps"]
     assert len(found.warnings) == 1 and "is not a dexcli.plugins.FlowPlugin" in found.warnings[0]
@@ -221,7 +222,7 @@ def test_dex_run_builds_one_engine_and_runs_the_flow_it_loaded(cli, tmp_path, mo
 def test_a_flow_whose_plugin_is_gone_is_skipped_by_the_worker_and_refused_by_resume(cli, db):
     from dexcli.cli.driver import build_engine
     from dexcli.store import Store
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     store = Store(db)
     build_engine(store, time_skip=False).start_flow(ThreeStepFlow(), "orphan", 1, flow_ref="name:uninstalled")

@@ -12,7 +12,7 @@ import pytest
 
 from dexcli.cli.quick import parse
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.cli.cli_helpers import subprocess_env
 
 DEX = [sys.executable, "-m", "dexcli"]

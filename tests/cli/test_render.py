@@ -12,7 +12,7 @@ from rich.console import Console
 from dexcli.cli.render import LineDiffer, final_card, live_view
 from dexcli.cli.render_inspect import inspect_view
 from dexcli.testing import DexTestEnv
-from flows.polling import PollingFlow
+from dexcli_flows.polling import PollingFlow
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -103,7 +103,7 @@ def test_final_card_completed(completed):
 def test_final_card_failed(env):
     env.start(PollingFlow(), flow_id="slow")
     from dexcli.engine.host import StoreHost
-    from flows.job_service import FakeJobService
+    from dexcli_flows.job_service import FakeJobService
 
     FakeJobService(StoreHost(env.store, env.clock)).configure_job("slow", duration_seconds=900)
     env.drive()

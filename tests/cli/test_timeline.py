@@ -10,7 +10,7 @@ import pytest
 
 from dexcli.cli.timeline import Axis, short_time, timeline_lines
 from dexcli.testing import DexTestEnv
-from flows.polling import PollingFlow
+from dexcli_flows.polling import PollingFlow
 from tests.cli.cli_helpers import assert_error
 
 WIDTHS = (80, 120)
@@ -141,7 +141,7 @@ def test_timeline_flag_misuse(cli, tmp_path):
 
 
 def test_a_wait_is_drawn_as_waiting_not_as_backoff():
-    from flows.approval import ApprovalFlow, Request
+    from dexcli_flows.approval import ApprovalFlow, Request
 
     with DexTestEnv(start=1000.0) as env:
         flow = ApprovalFlow()

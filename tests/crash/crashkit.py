@@ -32,7 +32,7 @@ import pytest
 
 from dexcli.engine.doctor import check as doctor_check
 from dexcli.store import Store
-from flows.job_service import status_of
+from dexcli_flows.job_service import status_of
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS_NS = "polling.jobs"

@@ -26,9 +26,9 @@ from dexcli.engine.doctor import check as doctor_check
 from dexcli.engine.host import StoreHost
 from dexcli.sdk.registry import Registry
 from dexcli.store import FlowState, StepState, Store
-from flows.job_service import FakeJobService
-from flows.polling import PollingFlow
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.job_service import FakeJobService
+from dexcli_flows.polling import PollingFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.crash.crashkit import TEST_TIMEOUT, Trials, check_no_overlap, dex, finish, owner_pid, sigkill, spawn
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)

@@ -8,7 +8,7 @@ import pytest
 
 from dexcli.engine.host import StoreHost
 from dexcli.testing import DexTestEnv
-from flows.job_service import FakeJobService
+from dexcli_flows.job_service import FakeJobService
 
 
 @pytest.fixture

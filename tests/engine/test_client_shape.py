@@ -29,7 +29,7 @@ from dexcli import (
     Stream,
     graceful_complete,
 )
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 NOTES = Stream("Notes", str, 1 << 16)
 

@@ -26,7 +26,7 @@ from dexcli import (
     graceful_complete,
 )
 from dexcli.store import Tx
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.engine.engine_flows import Beat, Flaky, Single, opts
 from tests.engine.engine_helpers import at, attempts, history, history_types, rel, step, step_ids
 

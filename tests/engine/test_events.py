@@ -6,7 +6,7 @@ from typing import Any
 
 from dexcli.engine.events import Event
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 
 def test_a_listener_that_raises_is_removed_and_the_flow_completes() -> None:

@@ -4,7 +4,7 @@ amount under the lock; the `settled` RPC reads it, also after the flow closed.""
 from __future__ import annotations
 
 from dexcli.testing import DexTestEnv
-from flows.payment import Payment, PaymentFlow
+from dexcli_flows.payment import Payment, PaymentFlow
 
 
 def test_a_payment_settles_and_is_recorded_under_the_lock() -> None:

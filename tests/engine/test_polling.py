@@ -8,8 +8,8 @@ import asyncio
 
 from dexcli import FlowErrorType, FlowStatus
 from dexcli.engine.host import StoreHost
-from flows.job_service import FakeJobService, JobState, JobStatus
-from flows.polling import JOB_PROGRESS, PollingFlow
+from dexcli_flows.job_service import FakeJobService, JobState, JobStatus
+from dexcli_flows.polling import JOB_PROGRESS, PollingFlow
 from tests.engine.engine_helpers import attempts, history, rel, step, step_ids
 
 

@@ -282,7 +282,7 @@ def test_an_exception_in_the_flows_own_definition_code_is_a_definition_error():
 
 
 def test_a_fresh_instance_of_a_registered_flow_starts_the_registered_one(env):
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     registered = ThreeStepFlow()
     env.run(registered, 1, "a")
@@ -293,7 +293,7 @@ def test_a_fresh_instance_of_a_registered_flow_starts_the_registered_one(env):
 
 
 def test_another_class_under_a_registered_flow_type_is_refused(env):
-    from flows import three_steps
+    from dexcli_flows import three_steps
 
     env.run(three_steps.ThreeStepFlow(), 1, "a")
     Impostor = type("ThreeStepFlow", (three_steps.ThreeStepFlow,), {})

@@ -8,7 +8,7 @@ import pytest
 from dexcli import Context, RPCResult, StepExecutionId, TimerId, rpc
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError, WorkerInvocationError
 from dexcli.testing import DexTestEnv
-from flows.approval import ApprovalFlow, Request, Verdict, decisions
+from dexcli_flows.approval import ApprovalFlow, Request, Verdict, decisions
 
 
 class Raising(ApprovalFlow):

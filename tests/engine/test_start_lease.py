@@ -27,7 +27,7 @@ from dexcli.engine.core import Engine
 from dexcli.engine.runner import Runner
 from dexcli.store import AttemptOutcome, StepState
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.engine.engine_flows import Beat, Flaky, Single, opts
 
 

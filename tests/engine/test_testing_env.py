@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 
 def test_generated_flow_ids_are_the_type_and_the_next_number_in_the_database() -> None:

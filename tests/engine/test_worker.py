@@ -28,7 +28,7 @@ from dexcli import (
 from dexcli.engine.events import Event
 from dexcli.sdk.errors import NotSupportedYetError
 from dexcli.store import AttemptOutcome
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 
 def on(worker: Worker | AsyncWorker, event_type: str) -> threading.Event:

@@ -10,8 +10,8 @@ import pytest
 from dexcli.graph.lint import lint_flow
 from dexcli.graph.model import build_graph
 from dexcli.graph.render import render, render_dot, render_mermaid, render_text
-from flows.approval import ApprovalFlow
-from flows.payment import PaymentFlow
+from dexcli_flows.approval import ApprovalFlow
+from dexcli_flows.payment import PaymentFlow
 from tests.engine.wait_flows import ChannelFlow
 from tests.graph.graph_helpers import expected_markers, load_bad
 from tests.graph.wait_shapes import ShapesFlow

@@ -4,7 +4,7 @@ is what `dex lint` flags."""
 from __future__ import annotations
 
 from dexcli.graph.lint import lint_flow
-from flows.payment import PaymentFlow
+from dexcli_flows.payment import PaymentFlow
 from tests.graph.bad_flows.lock_held_payment import LockedPaymentFlow
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from dexcli.cli.graph_cmds import register
 from dexcli.cli.loader import load_flow
 from dexcli.graph.lint import lint_flow
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 FIXTURE = Path(__file__).resolve().parent / "portable_flows" / "not_portable.py"
 REF = f"{FIXTURE}:NotPortableFlow"

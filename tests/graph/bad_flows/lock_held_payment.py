@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dexcli import StepOptions
-from flows.payment import AwaitPayment, PaymentFlow, settled_total
+from dexcli_flows.payment import AwaitPayment, PaymentFlow, settled_total
 
 
 class LockedAwaitPayment(AwaitPayment):
