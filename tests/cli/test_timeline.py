@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from dexcli.cli.config import format_duration
 from dexcli.cli.timeline import Axis, short_time, timeline_lines
 from dexcli.testing import DexTestEnv
 from flows.polling import PollingFlow
@@ -153,3 +154,84 @@ def test_a_wait_is_drawn_as_waiting_not_as_backoff():
     row = next(ln for ln in lines if ln.startswith(" AwaitDecision-1"))
     assert "~" in row and "·" not in row
     assert any("~ waiting (WaitFor)" in ln for ln in lines)
+
+
+STREAM_ONLY = '''
+import asyncio
+
+from dexcli import AsyncContext, Flow, PersistenceSchema, Step, StepDecision, StepList, Stream, graceful_complete
+
+NEWS = Stream("News", str, 1 << 16)
+
+
+class Tell(Step[None]):
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:
+        NEWS.write(context, "one")
+        await asyncio.sleep(5)
+        NEWS.write(context, "two")  # its last sign of life: an implicit heartbeat, not a heartbeat
+        await asyncio.sleep(5)
+        return graceful_complete("told")
+
+
+class TellFlow(Flow[None]):
+    def get_steps(self) -> StepList[None]:
+        return StepList.start_step(Tell())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(NEWS)
+'''
+
+
+def test_a_step_that_only_writes_a_stream_shows_its_messages_not_a_heartbeat(cli, tmp_path):
+    (tmp_path / "tell.py").write_text(STREAM_ONLY)
+    cli.ok("run", "--file", f"{tmp_path / 'tell.py'}:TellFlow", "--flow-id", "s", "--time-skip")
+    lines = plain(cli.json("inspect", "s", "--json"), 80)
+    marks = plot_of(lines[lines.index(row(lines, "Tell-1")) + 1], lines)
+    assert marks.count("●") == 2 and "♥" not in marks, marks
+    key = " ".join(ln for ln in lines if ln.startswith((" key", "     ")))
+    assert "Stream message" in key and "heartbeat" not in key
+
+
+def test_the_wait_for_and_the_execute_attempt_are_told_apart():
+    from flows.approval import ApprovalFlow, Request
+
+    with DexTestEnv(start=1000.0) as env:
+        flow = ApprovalFlow()
+        env.start(flow, Request("Laptop", expire_after_hours=1), "a")
+        env.drive(["a"], until=lambda: env.clock.now() >= 1010)
+        env.client.invoke_rpc(flow.approve, "a", "dana")
+        env.client.wait_for_flow("a")
+        lines = plain(env.inspect("a"), 80)
+    notes = [ln.split(" completed")[0] for ln in lines if ln.startswith(" ✓ AwaitDecision-1 ")]
+    assert notes == [" ✓ AwaitDecision-1 wait_for #1/∞", " ✓ AwaitDecision-1 execute #1/∞"]
+
+
+def test_a_lost_attempt_ran_until_its_last_sign_of_life_not_until_it_was_declared_lost(cli, db):
+    import subprocess
+    import sys
+
+    from tests.cli.cli_helpers import parse_iso_seconds, subprocess_env
+
+    crashed = subprocess.run([sys.executable, "-m", "dexcli", "run", "polling", "--flow-id", "c", "--time-skip",
+                              "--crash-at", "heartbeat:1@AwaitJob"], env=subprocess_env(db),
+                             capture_output=True, text=True, timeout=120)
+    assert crashed.returncode == 137, crashed.stderr
+    cli.ok("resume", "c", "--time-skip")  # the lost attempt is declared lost 60 s on, then retried
+    snap = cli.json("inspect", "c", "--json")
+    first = snap["steps"][1]["attempts"][0]
+    assert first["outcome"] == "LOST"
+    start = parse_iso_seconds(snap["summary"]["startTime"])
+    began, beat, ended = (parse_iso_seconds(first[k]) - start for k in ("startTime", "lastHeartbeatTime", "endTime"))
+    assert ended - beat > 55  # its process died at its heartbeat: a minute of nothing before it was declared lost
+    for width in WIDTHS:
+        lines = plain(snap, width)
+        bars = plot_of(row(lines, "AwaitJob-1"), lines).rstrip()
+        rule = plot_of(next(ln for ln in lines if "├" in ln), lines).rstrip()
+        axis = Axis(0.0, parse_iso_seconds(snap["summary"]["closeTime"]) - start, len(rule))
+        solid = [i for i, c in enumerate(bars) if c == "━"]
+        assert max(solid) <= axis.col(beat) and min(solid) >= axis.col(began) - 1, bars
+        assert bars[axis.col(beat) + 1:bars.index("╳")].strip("╌") == "", bars  # the silent part, then ╳
+        note = next(ln for ln in lines if "AwaitJob-1 #1/3" in ln)
+        assert f"lost at +{format_duration(ended)}: last sign of life +{format_duration(beat)}" in note, note
+        assert "ran 1 m" not in note
+        assert any("╌ silent: its process was gone" in ln for ln in lines)
