@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from datetime import UTC, datetime
@@ -50,9 +49,7 @@ def inspect(
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
-    """The timeline at the terminal's width; with `svg`, the same lines recorded into an SVG."""
-    from rich.console import Console
-
+    """The timeline at the terminal's width; with `svg`, the same lines as an SVG picture."""
     from dexcli.cli.timeline import timeline_lines
 
     console = out_console()
@@ -61,12 +58,11 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
         console.print(line, highlight=False, soft_wrap=True)
     if svg is None:
         return
-    recorder = Console(record=True, width=console.width, file=io.StringIO(), force_terminal=True,
-                       color_system="truecolor")
-    for line in lines:
-        recorder.print(line, highlight=False, soft_wrap=True)
+    from dexcli.cli.timeline_svg import timeline_svg
+
+    picture = timeline_svg(lines, console.width, f"dex inspect {snap['summary']['flowId']} --timeline")
     try:
-        recorder.save_svg(str(svg), title=f"dex inspect {snap['summary']['flowId']} --timeline")
+        svg.write_text(picture, encoding="utf-8")
     except OSError as e:
         raise UsageError(f"cannot write {svg}: {e.strerror or e}") from e
     print(f"dex: wrote {svg}", file=sys.stderr)

@@ -130,8 +130,36 @@ def test_inspect_timeline_and_svg(cli, tmp_path):
     svg = tmp_path / "t.svg"
     res = cli.ok("inspect", "t", "--timeline", "--svg", str(svg), env={"COLUMNS": "80"})
     text = svg.read_text()
-    assert text.startswith("<svg") and "Second-1" in text and "dex&#160;inspect&#160;t&#160;--timeline" in text
+    assert text.startswith("<svg") and "<title>dex inspect t --timeline</title>" in text
     assert f"wrote {svg}" in res.stderr
+
+
+def test_the_svg_renders_offline_and_places_every_character_at_its_own_column(cli, tmp_path):
+    """No font or anything else from the internet; no text whose place depends on how a viewer
+    treats spaces (librsvg drops leading non-breaking ones) or on the font's advance widths:
+    each character at its column's x. The picture, read back by position, is what dex printed."""
+    import xml.etree.ElementTree as ET
+
+    cli.ok("run", "polling", "--flow-id", "p", "--fail", "AwaitJob:1", "--time-skip")
+    svg = tmp_path / "p.svg"
+    printed = cli.ok("inspect", "p", "--timeline", "--svg", str(svg), env={"COLUMNS": "80"}).stdout.splitlines()
+    text = svg.read_text()
+    assert "url(" not in text and "@font-face" not in text and "@import" not in text
+    assert re.findall(r"https?://[^\s\"']+", text) == ["http://www.w3.org/2000/svg"]  # the namespace only
+    root = ET.fromstring(text)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.get("font-family", "").split(",")[-1].strip() == "monospace"
+    cells = [t for t in root.iter(f"{ns}text") if t.get("text-anchor") is None]  # all but the title
+    assert cells and all(len(t.text or "") == 1 and not (t.text or " ").isspace() for t in cells)
+    xs = sorted({float(t.get("x", "")) for t in cells})
+    ys = sorted({float(t.get("y", "")) for t in cells})
+    cell_w = min(b - a for a, b in zip(xs, xs[1:], strict=False))
+    grid: dict[float, dict[int, str]] = {}
+    for t in cells:
+        grid.setdefault(float(t.get("y", "")), {})[round((float(t.get("x", "")) - xs[0]) / cell_w)] = t.text or ""
+    col0 = min(len(ln) - len(ln.lstrip()) for ln in printed if ln.strip())
+    drawn = ["".join(grid[y].get(c - col0, " ") for c in range(80)).rstrip() for y in ys]
+    assert drawn == [ln.rstrip() for ln in printed if ln.strip()]
 
 
 def test_timeline_flag_misuse(cli, tmp_path):
