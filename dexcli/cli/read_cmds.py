@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
+SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 
 
 def inspect(
@@ -115,12 +116,29 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
 
     from dexcli.cli.render import STATUS_STYLE
 
+    console = out_console()
+    # one line a flow, at any width: each column as wide as its widest cell, the result cut to
+    # what is left (dex inspect has it all). Narrower: the start without its year and seconds
+    # and "(+N)" for "(+N skipped)"; then no result, then no type, then no start.
+    narrow = console.width < 120
+    rows = [(*r[:3], *((r[3][5:16], r[4].replace(SKIPPED, ")")) if narrow else r[3:5]), r[5]) for r in cells]
+    shown = {i: max(len(r[i]) for r in (LIST_HEADERS, *rows)) for i in range(len(LIST_HEADERS) - 1)}
+    shown[5] = 8  # the least of the result worth showing
+    for drop in (5, 1, 3):
+        if sum(shown.values()) + 2 * (len(shown) - 1) <= console.width:
+            break
+        del shown[drop]
+    if 5 in shown:
+        shown[5] = console.width - sum(w for i, w in shown.items() if i != 5) - 2 * (len(shown) - 1)
     table = Table(box=None, pad_edge=False)
-    for col in LIST_HEADERS:
-        table.add_column(col, overflow="fold")
-    for row in cells:
-        table.add_row(row[0], row[1], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
-    out_console().print(table)
+    for i, w in shown.items():
+        table.add_column(LIST_HEADERS[i], no_wrap=True, min_width=w, max_width=w, overflow="ellipsis")
+    for row in rows:
+        styled = (*row[:2], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
+        table.add_row(*(styled[i] for i in shown))
+    console.print(table)
+    if narrow and any(SKIPPED in r[4] for r in cells):
+        console.print(" (+N): the flow's clock was skipped ahead N (time skipping; see dex time)", style="dim")
 
 
 def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: bool) -> None:
@@ -165,7 +183,7 @@ def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
         info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
         took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
-            took += f" (+{format_duration(r.clock_offset)} skipped)"
+            took += f" (+{format_duration(r.clock_offset)}{SKIPPED}"
         cells.append((r.flow_id, r.flow_type, r.status.value,
                       datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, info))
     return cells
