@@ -22,7 +22,7 @@ from rich.text import Text
 from dexcli.cli.config import format_duration
 from dexcli.cli.render import STATUS_STYLE, parse_iso
 
-LABEL_MAX = 16
+LABEL_MAX = 24  # a step execution id up to this long is shown whole
 NOTES_PER_STEP = 5
 MIN_PLOT = 20
 NICE_STEPS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
@@ -100,7 +100,7 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
     label_w = min(LABEL_MAX, max([len(st["stepExecutionId"]) for st in snap["steps"]] + [6])) + 2
     plot = max(MIN_PLOT, width - label_w - 1)
     axis = Axis(start, max(end, start + 1e-3), plot)
-    lines = [_title(s, end - start)]
+    lines = _title(s, end - start, width)
     lines.extend(_scale(axis, label_w))
     off_axis: list[str] = []
     used: set[str] = set()  # the glyphs drawn, for the key
@@ -127,12 +127,15 @@ def _fit(line: Text, width: int) -> Text:
     return line
 
 
-def _title(s: dict[str, Any], duration: float) -> Text:
+def _title(s: dict[str, Any], duration: float, width: int) -> list[Text]:
+    """The title line; two when a long flow id would push its status off the line."""
     t = Text(" timeline · ", style="dim")
-    t.append(f"{s['flowType']} · {s['flowId']} · ", style="bold")
-    t.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
-    t.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(duration)}")
-    return t
+    t.append(f"{s['flowType']} · {s['flowId']}", style="bold")
+    status = Text(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
+    status.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(duration)}", style="")
+    if t.cell_len + 3 + status.cell_len <= width:
+        return [t + Text(" · ", style="bold") + status]
+    return [t, Text(" ") + status]
 
 
 def short_time(seconds: float) -> str:

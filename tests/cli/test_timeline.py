@@ -267,3 +267,13 @@ def test_a_lost_attempt_ran_until_its_last_sign_of_life_not_until_it_was_declare
         assert f"lost at +{format_duration(ended)}: last sign of life +{format_duration(beat)}" in note, note
         assert "ran 1 m" not in note
         assert any("╌ silent: its process was gone" in ln for ln in lines)
+
+
+def test_long_ids_are_shown_whole_at_80_columns(cli):
+    fid = "RecordSettlement-flow-with-a-long-name-1"
+    cli.ok("run", "payment", "--flow-id", fid, "--input", '{"payment_id": "p-1", "amount": 250}', "--time-skip")
+    lines = cli.ok("inspect", fid, "--timeline", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    assert lines[0] == f" timeline · PaymentFlow · {fid}"  # the status would not fit after it: next line
+    assert re.fullmatch(r" COMPLETED after 4\.\d s", lines[1]), lines[1]
+    assert row(lines, "RecordSettlement-1")  # the step id whole, not cut to "RecordSettlemen…"
