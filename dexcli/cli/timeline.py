@@ -213,7 +213,7 @@ def _step_rows(st: dict[str, Any], axis: Axis, label_w: int, streams: dict[str, 
             bars.span(axis.col(prev_end), axis.col(t0), glyph, style, 1)
         alive = last_sign_of_life(a, t0, t1)
         if alive < t1:  # its process died: nothing ran from its last sign of life to being declared lost
-            bars.span(axis.col(alive), axis.col(t1), "╌", "red", 2)
+            bars.span(axis.col(alive), axis.col(t1), "╌", "dim red", 2)
         bars.span(axis.col(t0), axis.col(alive), "━", BAR_STYLE.get(a["outcome"], "red"), 2)
         bars.put(axis.col(t1), *END_GLYPH.get(a["outcome"], ("?", "")), 3)
         beat = parse_iso(a["lastHeartbeatTime"])
