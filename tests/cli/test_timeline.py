@@ -42,13 +42,14 @@ def cli_retried(cli):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_retries_draw_failures_backoff_and_the_completing_attempt(cli_retried, width):
     lines = plain(cli_retried, width)
-    assert re.fullmatch(r" timeline · PollingFlow · p · COMPLETED after 7\.\d s", lines[0]), lines[0]
+    assert re.fullmatch(r" timeline · PollingFlow · p · COMPLETED after [78]\.\d s", lines[0]), lines[0]  # 7 s, + load
     rule = next(ln for ln in lines if "├" in ln)
     assert rule.rstrip().endswith("┤") and len(rule) == width - 1
     bars = plot_of(row(lines, "AwaitJob-1"), lines)
     # failed, backoff, failed, backoff, then the third attempt's bar ending in its completion
     assert bars.count("✗") == 2 and bars.rstrip().endswith("━✓")
-    assert bars.index("✗") < bars.index("·") < bars.rindex("✗") < bars.index("━")
+    ran = bars.strip().lstrip("━")  # (under load the first failed attempt lasts a column or two)
+    assert ran.index("✗") < ran.index("·") < ran.rindex("✗") < ran.index("━")
     # the 1 s backoff is half the 2 s one (give or take a column each way)
     first_gap, second_gap = (len(g) for g in bars.strip(" ━✓").split("✗") if g)
     assert abs(second_gap - 2 * first_gap) <= 2, bars
