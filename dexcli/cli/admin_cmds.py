@@ -32,19 +32,30 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
 
 
 @time_app.callback()
-def time_show(ctx: typer.Context) -> None:
-    """Show the flows whose clocks were skipped ahead, and by how much."""
+def time_show(ctx: typer.Context,
+              all_flows: bool = typer.Option(False, "--all", help="Closed flows too (by default only running ones).")
+              ) -> None:
+    """Show the running flows whose clocks were skipped ahead, and by how much (--all: closed ones too)."""
     if ctx.invoked_subcommand is not None:
         return
     from dexcli.cli.config import format_duration
 
     store = open_store()
     skipped = [f for f in store.list_flows(None, None, 1000) if f.clock_offset]
+    shown = [f for f in skipped if all_flows or f.is_running]
+    hidden = len(skipped) - len(shown)
     if not skipped:
         print("every flow runs on real time (no flow's clock was skipped)")
         return
-    for f in skipped:
-        print(f"{f.flow_id}  {f.status.value}  +{format_duration(f.clock_offset)} ahead of real time")
+    if not shown:
+        print("every running flow runs on real time")
+    cells = [(f.flow_id, f.status.value, f"+{format_duration(f.clock_offset)} ahead of real time") for f in shown]
+    widths = [max((len(c[i]) for c in cells), default=0) for i in range(2)]
+    for fid, status, ahead in cells:
+        print(f"{fid:<{widths[0]}}  {status:<{widths[1]}}  {ahead}")
+    if hidden:
+        print(f"({hidden} closed flow{'s' if hidden > 1 else ''} skipped too: dex time --all lists "
+              f"{'them' if hidden > 1 else 'it'})")
 
 
 def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: str) -> list[str]:

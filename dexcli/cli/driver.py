@@ -20,11 +20,12 @@ from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.live import Live
+from rich.text import Text
 
 from dexcli.cli.errors import CliError
 from dexcli.cli.foreign_events import ForeignEvents, print_json
 from dexcli.cli.loader import load_ref
-from dexcli.cli.render import LineDiffer, final_card, header, live_view
+from dexcli.cli.render import Hanging, LineDiffer, final_card, header, live_view
 from dexcli.cli.stopping import (
     CLOSED,
     EXIT_OUTPUT_CLOSED,
@@ -393,9 +394,10 @@ def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str
                   highlight=False)
         return code
     title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
-    err.print(f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
-              f"  Resume it with: dex resume {flow_id}\n  " + _what_was_running(engine, flow_id, released),
-              highlight=False)
+    message = (f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
+               f"  Resume it with: dex resume {flow_id}\n  " + _what_was_running(engine, flow_id, released))
+    for line in message.split("\n"):  # in a terminal, wrapped between words under itself; else whole lines
+        err.print(Hanging(Text(line)) if err.is_terminal else line, highlight=False, soft_wrap=not err.is_terminal)
     return code
 
 

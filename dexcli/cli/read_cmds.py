@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
+SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 
 
 def inspect(
@@ -74,9 +74,7 @@ def _show_history(flow_id: str, step: str | None, json_out: bool, history: bool,
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
-    """The timeline at the terminal's width; with `svg`, the same lines recorded into an SVG."""
-    from rich.console import Console
-
+    """The timeline at the terminal's width; with `svg`, the same lines as an SVG picture."""
     from dexcli.cli.timeline import timeline_lines
 
     console = out_console()
@@ -85,12 +83,11 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
         console.print(line, highlight=False, soft_wrap=True)
     if svg is None:
         return
-    recorder = Console(record=True, width=console.width, file=io.StringIO(), force_terminal=True,
-                       color_system="truecolor")
-    for line in lines:
-        recorder.print(line, highlight=False, soft_wrap=True)
+    from dexcli.cli.timeline_svg import timeline_svg
+
+    picture = timeline_svg(lines, console.width, f"dex inspect {snap['summary']['flowId']} --timeline")
     try:
-        recorder.save_svg(str(svg), title=f"dex inspect {snap['summary']['flowId']} --timeline")
+        svg.write_text(picture, encoding="utf-8")
     except OSError as e:
         raise UsageError(f"cannot write {svg}: {e.strerror or e}") from e
     print(f"dex: wrote {svg}", file=sys.stderr)
@@ -143,12 +140,29 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
 
     from dexcli.cli.render import STATUS_STYLE
 
+    console = out_console()
+    # one line a flow, at any width: each column as wide as its widest cell, the result cut to
+    # what is left (dex inspect has it all). Narrower: the start without its year and seconds
+    # and "(+N)" for "(+N skipped)"; then no result, then no type, then no start.
+    narrow = console.width < 120
+    rows = [(*r[:3], *((r[3][5:16], r[4].replace(SKIPPED, ")")) if narrow else r[3:5]), r[5]) for r in cells]
+    shown = {i: max(len(r[i]) for r in (LIST_HEADERS, *rows)) for i in range(len(LIST_HEADERS) - 1)}
+    shown[5] = 8  # the least of the result worth showing
+    for drop in (5, 1, 3):
+        if sum(shown.values()) + 2 * (len(shown) - 1) <= console.width:
+            break
+        del shown[drop]
+    if 5 in shown:
+        shown[5] = console.width - sum(w for i, w in shown.items() if i != 5) - 2 * (len(shown) - 1)
     table = Table(box=None, pad_edge=False)
-    for col in LIST_HEADERS:
-        table.add_column(col, overflow="fold")
-    for row in cells:
-        table.add_row(row[0], row[1], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
-    out_console().print(table)
+    for i, w in shown.items():
+        table.add_column(LIST_HEADERS[i], no_wrap=True, min_width=w, max_width=w, overflow="ellipsis")
+    for row in rows:
+        styled = (*row[:2], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
+        table.add_row(*(styled[i] for i in shown))
+    console.print(table)
+    if narrow and any(SKIPPED in r[4] for r in cells):
+        console.print(" (+N): the flow's clock was skipped ahead N (time skipping; see dex time)", style="dim")
 
 
 def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: bool) -> None:
@@ -193,7 +207,7 @@ def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
         info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
         took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
-            took += f" (+{format_duration(r.clock_offset)} skipped)"
+            took += f" (+{format_duration(r.clock_offset)}{SKIPPED}"
         cells.append((r.flow_id, r.flow_type, r.status.value,
                       datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, info))
     return cells

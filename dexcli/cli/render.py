@@ -294,13 +294,43 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
     if late is not None:
         parts.append(late)
     if snap["summary"]["flowStatus"] == "RUNNING":
-        hint = Text(" ", style="dim")
-        for h in hints if late is None else ():  # the plugin's commands help only a driven flow
-            if h.applies(snap["steps"]):  # and only while the step they act on is open
-                hint.append(f"{h.text}      ", style="dim")
-        hint.append(f"inspect:  dex inspect {fid}", style="dim")
-        parts.append(hint)
+        offered = [h.text for h in (hints if late is None else ())  # the plugin's commands help only a driven flow
+                   if h.applies(snap["steps"])]  # and only while the step they act on is open
+        parts.append(Pieces([*offered, f"inspect:  dex inspect {fid}"], style="dim"))
     return Group(*hanging(parts))
+
+
+class Pieces:
+    """Whole pieces on a line, GAP apart (the live view's footer: `label:  command` hints). A
+    piece that does not fit where the line is starts the next line (indented); one too long for
+    a line of its own breaks after its label, so a command is never split between lines unless
+    it alone is wider than the terminal."""
+
+    GAP = "      "
+    INDENT = "   "
+
+    def __init__(self, pieces: list[str], style: str = "") -> None:
+        self.pieces, self.style = pieces, style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        units: list[tuple[str, str]] = []  # (text, what goes before it on the same line)
+        for piece in self.pieces:
+            label, sep, command = piece.partition(":  ")
+            if sep and len(self.INDENT + piece) > width:
+                units += [(label + ":", self.GAP), (command, "  ")]
+            else:
+                units.append((piece, self.GAP))
+        lines, line = [], " "
+        for text, before in units:
+            if line.strip() and len(line + before + text) > width:
+                lines.append(line)
+                line = self.INDENT + text
+            else:
+                line += (before if line.strip() else "") + text
+        lines.append(line)
+        for ln in lines:
+            yield Hanging(Text(ln, style=self.style))
 
 
 def final_card(snap: dict[str, Any]) -> RenderableType:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -94,7 +94,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if late is not None:
         parts.append(late)
     parts.append(Text(" Steps", style="bold"))
-    parts.append(_steps_table(snap, now))
+    parts.append(_StepsTable(snap, now))
     parts.extend(rl.attribute_lines(snap))
     parts.extend(stream_lines(snap))
     parts.append(Text(" History", style="bold"))
@@ -102,15 +102,35 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     return Group(*parts)
 
 
-def _steps_table(snap: dict[str, Any], now: float) -> Table:
+class _StepsTable:
+    """The steps table at the width it is drawn at: ids and words are never split inside, so in
+    a narrow terminal (under WIDE columns) the start column gives its room to error / decision
+    (History has the times)."""
+
+    WIDE = 100
+
+    def __init__(self, snap: dict[str, Any], now: float) -> None:
+        self.snap, self.now = snap, now
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield _steps_table(self.snap, self.now, with_start=options.max_width >= self.WIDE)
+
+
+def _steps_table(snap: dict[str, Any], now: float, with_start: bool = True) -> Table:
     table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
-    for col in ("step", "status", "attempt", "start", "duration", "outcome", "error / decision"):
-        table.add_column(col, overflow="fold")
+    cols = ("step", "status", "attempt", "start", "duration", "outcome") if with_start else \
+        ("step", "status", "attempt", "duration", "outcome")
+    for col in cols:
+        table.add_column(col, no_wrap=True)
+    table.add_column("error / decision", overflow="fold")  # wraps between words (folds only a word too long)
+
+    def add_row(*cells: Any) -> None:
+        table.add_row(*(c for i, c in enumerate(cells) if with_start or i != 3))
     for st in snap["steps"]:
         first = True
         for a in st["attempts"] or [None]:
             if a is None:
-                table.add_row(st["stepExecutionId"], st["status"], "-", "-", "-", "-", "")
+                add_row(st["stepExecutionId"], st["status"], "-", "-", "-", "-", "")
                 continue
             dur = _duration_between(a["startTime"], a["endTime"])
             if dur is None and a["outcome"] == "RUNNING":
@@ -123,16 +143,16 @@ def _steps_table(snap: dict[str, Any], now: float) -> Table:
                 info = f"{a['errorType']}: {a['detail']}{error_place(a)}"
             else:
                 info = ""
-            table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
+            add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
                           f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
                           format_duration(dur) if dur is not None else "-",
                           Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
             first = False
         if st["status"] == "RUNNING" and st["hasCheckpoint"]:
-            table.add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))
+            add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))
         if st["recoveryError"]:
             rec = st["recoveryError"]
-            table.add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
+            add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
                           f"{rec['errorType']}: {rec['detail']}")
     return table
 

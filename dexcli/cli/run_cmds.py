@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
-from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
+from dexcli.cli.completion import complete_flow_id, complete_flow_name, complete_running_flow_id
 from dexcli.cli.errors import ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
 from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
@@ -55,7 +55,8 @@ def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> F
 
 def run(
     ctx: typer.Context,
-    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling)."),
+    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling).",
+                                      autocompletion=complete_flow_name),
     file: str | None = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass."),
     flow_id: str | None = typer.Option(None, "--flow-id", help="Flow ID (default: generated)."),
     input: str | None = typer.Option(None, "--input", help="Start input as JSON, or @file.json."),

@@ -92,7 +92,11 @@ def open_store(must_exist: bool = False) -> Store:
     path = db_path()
     if must_exist and not path.exists():
         raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
-    return Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
+    missing = next((d for d in reversed(path.parents) if not d.exists()), None) if not path.exists() else None
+    store = Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
+    if missing is not None:  # a mistyped --db would otherwise go unnoticed: say it, once (it exists now)
+        print(f"dex: created the folder {missing} for the new database {path}", file=sys.stderr)
+    return store
 
 
 def flow_or_not_found(store: Store, flow_id: str) -> FlowRecord:

@@ -22,7 +22,7 @@ from rich.text import Text
 from dexcli.cli.config import format_duration
 from dexcli.cli.render import STATUS_STYLE, parse_iso
 
-LABEL_MAX = 16
+LABEL_MAX = 24  # a step execution id up to this long is shown whole
 NOTES_PER_STEP = 5
 MIN_PLOT = 20
 NICE_STEPS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
@@ -34,7 +34,8 @@ END_GLYPH = {
     "RUNNING": ("▶", "cyan"),
 }
 BAR_STYLE = {"COMPLETED": "green", "RUNNING": "cyan", "CANCELED": "yellow", "INTERRUPTED": "yellow"}
-KEY = (("━", "attempt"), ("✓", "completed"), ("✗", "failed"), ("╳", "timed out / lost"),
+KEY = (("━", "attempt"), ("╌", "silent: its process was gone"), ("✓", "completed"), ("✗", "failed"),
+       ("╳", "timed out / lost"),
        ("○", "interrupted / canceled"), ("▶", "running now"), ("·", "backoff"),
        ("~", "waiting (WaitFor)"),
        ("♥", "last heartbeat (dex keeps the last one of each attempt)"),
@@ -99,7 +100,7 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
     label_w = min(LABEL_MAX, max([len(st["stepExecutionId"]) for st in snap["steps"]] + [6])) + 2
     plot = max(MIN_PLOT, width - label_w - 1)
     axis = Axis(start, max(end, start + 1e-3), plot)
-    lines = [_title(s, end - start)]
+    lines = _title(s, end - start, width)
     lines.extend(_scale(axis, label_w))
     off_axis: list[str] = []
     used: set[str] = set()  # the glyphs drawn, for the key
@@ -126,12 +127,15 @@ def _fit(line: Text, width: int) -> Text:
     return line
 
 
-def _title(s: dict[str, Any], duration: float) -> Text:
+def _title(s: dict[str, Any], duration: float, width: int) -> list[Text]:
+    """The title line; two when a long flow id would push its status off the line."""
     t = Text(" timeline · ", style="dim")
-    t.append(f"{s['flowType']} · {s['flowId']} · ", style="bold")
-    t.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
-    t.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(duration)}")
-    return t
+    t.append(f"{s['flowType']} · {s['flowId']}", style="bold")
+    status = Text(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
+    status.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(duration)}", style="")
+    if t.cell_len + 3 + status.cell_len <= width:
+        return [t + Text(" · ", style="bold") + status]
+    return [t, Text(" ") + status]
 
 
 def short_time(seconds: float) -> str:
@@ -185,32 +189,46 @@ def _times(a: dict[str, Any], now: float) -> tuple[float, float]:
     return (now if t0 is None else t0), (now if t1 is None else t1)
 
 
+def last_sign_of_life(a: dict[str, Any], t0: float, t1: float) -> float:
+    """When a LOST attempt's process was last heard of (its last heartbeat or Stream write, else
+    its start): it died then, and was declared lost only at a deadline. Any other attempt: its end."""
+    if a["outcome"] != "LOST":
+        return t1
+    return min(t1, max(t0, parse_iso(a["lastHeartbeatTime"]) or t0))
+
+
 def _step_rows(st: dict[str, Any], axis: Axis, label_w: int, streams: dict[str, list[dict[str, Any]]],
                off_axis: list[str], used: set[str]) -> list[Text]:
     bars, marks = Row(axis.cols), Row(axis.cols)
     seid = st["stepExecutionId"]
     prev_end: float | None = None
     prev_method = None
+    own = [parse_iso(m["createdTime"]) or axis.start for msgs in streams.values() for m in msgs
+           if m["source"] == f"#{seid}"]
     for a in st["attempts"]:
         t0, t1 = _times(a, axis.end)
         if prev_end is not None:  # a wait between wait_for and execute, else a backoff gap
             waited = prev_method == "WAIT_FOR" and a.get("method") == "EXECUTE"
             glyph, style = ("~", "dim cyan") if waited else ("·", "dim yellow")
             bars.span(axis.col(prev_end), axis.col(t0), glyph, style, 1)
-        bars.span(axis.col(t0), axis.col(t1), "━", BAR_STYLE.get(a["outcome"], "red"), 2)
+        alive = last_sign_of_life(a, t0, t1)
+        if alive < t1:  # its process died: nothing ran from its last sign of life to being declared lost
+            bars.span(axis.col(alive), axis.col(t1), "╌", "dim red", 2)
+        bars.span(axis.col(t0), axis.col(alive), "━", BAR_STYLE.get(a["outcome"], "red"), 2)
         bars.put(axis.col(t1), *END_GLYPH.get(a["outcome"], ("?", "")), 3)
-        if a["lastHeartbeatTime"]:
-            marks.put(axis.col(parse_iso(a["lastHeartbeatTime"]) or t0), "♥", "magenta", 2)
+        beat = parse_iso(a["lastHeartbeatTime"])
+        # a Stream write is an implicit heartbeat: its time is the last heartbeat's too, and it
+        # is drawn as the message it was; the heart marks only an explicit heartbeat
+        if a["heartbeats"] and beat is not None and not any(abs(beat - m) < 0.001 for m in own):
+            marks.put(axis.col(beat), "♥", "magenta", 1)
         prev_end, prev_method = t1, a.get("method")
     if st["status"] == "WAITING" and prev_end is not None:
         bars.span(axis.col(prev_end) + 1, axis.cols - 1, "~", "dim cyan", 1)
     if st["status"] == "BACKOFF" and prev_end is not None:
         nxt = parse_iso(st.get("nextAttemptTime")) or axis.end
         bars.span(axis.col(prev_end) + 1, axis.col(min(nxt, axis.end)), "·", "dim yellow", 1)
-    for msgs in streams.values():
-        for m in msgs:
-            if m["source"] == f"#{seid}":
-                marks.put(axis.col(parse_iso(m["createdTime"]) or axis.start), "●", "blue", 1)
+    for t in own:
+        marks.put(axis.col(t), "●", "blue", 2)
     _deadline_marks(st, axis, marks, off_axis)
     head = Text(_label(seid, label_w), style="bold" if st["status"] == "RUNNING" else "")
     head.append_text(bars.text())
@@ -248,6 +266,16 @@ def _deadline_marks(st: dict[str, Any], axis: Axis, marks: Row, off_axis: list[s
         off_axis.append(f"{st['stepExecutionId']} past the axis: " + ", ".join(later))
 
 
+def attempt_label(st: dict[str, Any], a: dict[str, Any]) -> str:
+    """`#2/3`; for a step with a wait_for, which method the attempt ran (`wait_for #1/∞`,
+    `execute #1/3`): each numbers its attempts from 1 under its own retry policy."""
+    if "waitFor" not in st:
+        return f"#{a['attempt']}/{st['maxAttempts'] or '∞'}"
+    if a.get("method") == "WAIT_FOR":
+        return f"wait_for #{a['attempt']}/{st['waitFor'].get('maxAttempts') or '∞'}"
+    return f"execute #{a['attempt']}/{st['maxAttempts'] or '∞'}"
+
+
 def _attempt_notes(st: dict[str, Any], axis: Axis) -> list[Text]:
     """A line for each attempt of a step that did not complete at its first attempt: how it
     ended and why (the last NOTES_PER_STEP of them)."""
@@ -258,14 +286,17 @@ def _attempt_notes(st: dict[str, Any], axis: Axis) -> list[Text]:
     if len(attempts) > NOTES_PER_STEP:
         out.append(Text(f" {st['stepExecutionId']}: {len(attempts) - NOTES_PER_STEP} earlier attempts "
                         "not listed (dex inspect lists them all)", style="dim"))
-    max_a = st["maxAttempts"] or "∞"
     for a in attempts[-NOTES_PER_STEP:]:
         t0, t1 = _times(a, axis.end)
         glyph, style = END_GLYPH.get(a["outcome"], ("?", ""))
         line = Text(f" {glyph} ", style=style)
-        line.append(f"{st['stepExecutionId']} #{a['attempt']}/{max_a} ")
+        line.append(f"{st['stepExecutionId']} {attempt_label(st, a)} ")
+        alive = last_sign_of_life(a, t0, t1)
         if a["outcome"] == "RUNNING":
             line.append(f"running for {format_duration(t1 - t0)}")
+        elif alive < t1:
+            line.append(f"lost at +{format_duration(t1 - axis.start)}: last sign of life "
+                        f"+{format_duration(alive - axis.start)}")
         else:
             line.append(f"{a['outcome'].lower().replace('_', ' ')} at +{format_duration(t1 - axis.start)}, "
                         f"ran {format_duration(t1 - t0)}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import open_store
-from dexcli.cli.completion import complete_flow_id, complete_running_flow_id
+from dexcli.cli.completion import complete_flow_id, complete_rpc_name, complete_running_flow_id
 from dexcli.cli.errors import UsageError
 from dexcli.cli.shared import flow_or_not_found
 
@@ -62,7 +62,8 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
 
 def rpc(
     flow_id: str = typer.Argument(..., help="The flow to call.", autocompletion=complete_flow_id),
-    name: str = typer.Argument(..., help="The RPC's name (a method marked @rpc on the flow's class)."),
+    name: str = typer.Argument(..., help="The RPC's name (a method marked @rpc on the flow's class).",
+                               autocompletion=complete_rpc_name),
     input: str | None = typer.Option(None, "--input", help="The RPC's input as JSON, or @file.json."),
     json_out: bool = typer.Option(False, "--json", help='One JSON object: {"flowId", "rpcName", "output"}.'),
 ) -> None:

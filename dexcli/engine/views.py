@@ -187,8 +187,10 @@ def _wait_for(s: StepRecord) -> dict[str, Any]:
         outcome = s.status.value
     else:
         outcome = "RUNNING"  # the wait_for method runs (or is queued, or backs off)
+    assert s.wait_options is not None
     return {"startTime": iso(s.wait_started), "endTime": iso(s.wait_ended), "outcome": outcome,
-            "conditionResults": _j(s.condition_results)}
+            "conditionResults": _j(s.condition_results),
+            "maxAttempts": json.loads(s.wait_options)["maximumAttempts"]}  # its own retry policy's
 
 
 def _waiting_condition(wait: dict[str, Any]) -> dict[str, Any]:

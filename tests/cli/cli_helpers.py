@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,55 @@ def parse_iso_seconds(s: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+ANSI_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def dex_in_terminal(db: Path, *args: str, cols: int = 80, rows: int = 24, timeout: float = 60,
+                    env: dict[str, str] | None = None, ctrl_c_after: str | None = None) -> tuple[int, list[str]]:
+    """Run the real `dex` in a pseudo-terminal of `cols` x `rows` (its stdout and stderr a TTY,
+    as in a user's terminal): (exit code, the lines it printed, ANSI codes removed). With
+    `ctrl_c_after`: a SIGINT, as Ctrl-C sends, once that text has been printed."""
+    import fcntl
+    import pty
+    import select
+    import signal
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import time
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    full_env = subprocess_env(db)
+    full_env.pop("COLUMNS", None)
+    full_env.update({"TERM": "xterm-256color", "NO_COLOR": "1", **(env or {})})
+    proc = subprocess.Popen([sys.executable, "-m", "dexcli", *args], stdin=slave, stdout=slave, stderr=slave,
+                            env=full_env, close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the terminal's other end closed: the process is gone
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if ctrl_c_after is not None and ctrl_c_after in ANSI_CODES.sub("", out.decode("utf-8", "replace")):
+                    proc.send_signal(signal.SIGINT)
+                    ctrl_c_after = None
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = ANSI_CODES.sub("", out.decode("utf-8", "replace")).replace("\r\n", "\n")
+    return code, text.splitlines()

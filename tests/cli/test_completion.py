@@ -1,7 +1,8 @@
 """Shell completion of flow ids: the most recent flows of the database the command line names
 (newest first, at most RECENT, running ones only where only they apply), offered by `inspect`,
 `watch`, `resume`, `stop`, `rpc`, `skip-timer`, `wait` and a plugin's `complete-job`, and never
-an error in the user's prompt."""
+an error in the user's prompt; the plugins' flow names after `dex run`, a flow's RPCs after
+`dex rpc FLOW`."""
 
 from __future__ import annotations
 
@@ -100,3 +101,19 @@ def _tab(db: Path, words: str) -> list[str]:
 def test_tab_in_bash_offers_the_flow_ids(flows: Path) -> None:
     assert _tab(flows, "dex inspect o") == ["o3", "o2", "o1"]
     assert _tab(flows, "dex complete-job ") == ["p1", "o3", "o1"]  # a plugin's command: running flows
+
+
+def test_tab_after_run_offers_the_flow_names(db: Path) -> None:
+    assert _tab(db, "dex run ") == ["approval", "payment", "polling", "three-steps"]
+    assert _tab(db, "dex run p") == ["payment", "polling"]
+
+
+def test_tab_after_rpc_and_a_flow_offers_that_flows_rpcs(cli, db: Path) -> None:
+    from tests.cli.cli_helpers import start_flow
+
+    start_flow(db, "approval", "a", {"title": "t"})
+    start_flow(db, "payment", "pay", {"payment_id": "p-1", "amount": 1})
+    assert _tab(db, "dex rpc a ") == ["approve", "pending", "reject"]
+    assert _tab(db, "dex rpc a p") == ["pending"]
+    assert _tab(db, "dex rpc pay ") == ["settled"]
+    assert _tab(db, "dex rpc nosuch ") == []  # an unknown flow: nothing (and no files)

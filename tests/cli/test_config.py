@@ -140,3 +140,15 @@ def test_home_default_is_not_created_by_resolution(project, monkeypatch, tmp_pat
     monkeypatch.chdir(project)
     resolve_db(None)
     assert not Path(tmp_path / "home").exists()
+
+
+def test_a_db_in_a_missing_folder_is_created_and_said_once(cli, tmp_path):
+    db = tmp_path / "new" / "sub" / "dex.db"
+    first = cli.ok("--db", str(db), "run", "three-steps", "--input", "1", "--flow-id", "t", "--time-skip")
+    assert first.stderr.splitlines() == [f"dex: created the folder {tmp_path / 'new'} for the new database {db}"]
+    assert db.is_file()
+    again = cli.ok("run", "three-steps", "--input", "1", "--flow-id", "u", "--time-skip", "--db", str(db))
+    assert "created" not in again.stderr
+    # a command that only reads never creates anything
+    assert cli("--db", str(tmp_path / "other" / "dex.db"), "list").exit_code == 3
+    assert not (tmp_path / "other").exists()

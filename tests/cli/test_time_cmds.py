@@ -69,3 +69,19 @@ def test_reset_puts_a_flow_back_on_real_time(cli):
     assert "every flow runs on real time" in cli.ok("time").stdout
     assert cli.ok("doctor").stdout.strip().endswith("0 problem(s)")
     assert_error(cli("time", "reset", "nope"), 3, "no flow with id 'nope'")
+
+
+def test_time_lists_the_running_flows_aligned_and_the_closed_ones_with_all(cli):
+    start_flow(cli.db, "three-steps", "a", 1)
+    start_flow(cli.db, "three-steps", "a-longer-flow-id", 1)
+    cli.ok("time", "skip", "90s", "a")
+    cli.ok("time", "skip", "1h", "a-longer-flow-id")
+    cli.ok("run", "polling", "--flow-id", "closed", "--time-skip")  # skipped, then COMPLETED
+    lines = cli.ok("time").stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[:-1]] == ["a-longer-flow-id", "a"]
+    assert len({ln.index("RUNNING") for ln in lines[:-1]}) == 1 and len({ln.index("+") for ln in lines[:-1]}) == 1
+    assert lines[-1] == "(1 closed flow skipped too: dex time --all lists it)"
+    every = cli.ok("time", "--all").stdout.splitlines()
+    assert [ln.split()[:2] for ln in every] == [["closed", "COMPLETED"], ["a-longer-flow-id", "RUNNING"],
+                                                ["a", "RUNNING"]]
+    assert len({ln.index("+") for ln in every}) == 1

@@ -225,7 +225,7 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
     [message] = snap["state"]["pendingChannelMessages"]["votes"]
     assert message["value"] == "ann" and len(message["messageId"]) == 36
     wf = snap["steps"][0]["waitFor"]
-    assert set(wf) == {"startTime", "endTime", "outcome", "conditionResults"}
+    assert set(wf) == {"startTime", "endTime", "outcome", "conditionResults", "maxAttempts"}
     assert wf["outcome"] == "WAITING" and wf["endTime"] is None and wf["startTime"].endswith("Z")
     assert [a["method"] for a in snap["steps"][0]["attempts"]] == ["WAIT_FOR"]
 
