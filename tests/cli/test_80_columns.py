@@ -61,7 +61,7 @@ def test_the_live_view_footer_keeps_each_command_whole():
     from dexcli.cli.render import live_view
     from dexcli.plugins import Hint
     from dexcli.testing import DexTestEnv
-    from flows.polling import PollingFlow
+    from dexcli_flows.polling import PollingFlow
 
     fid = "polling-with-a-long-id-12345"
     with DexTestEnv() as env:

@@ -226,7 +226,7 @@ def test_a_step_that_only_writes_a_stream_shows_its_messages_not_a_heartbeat(cli
 
 
 def test_the_wait_for_and_the_execute_attempt_are_told_apart():
-    from flows.approval import ApprovalFlow, Request
+    from dexcli_flows.approval import ApprovalFlow, Request
 
     with DexTestEnv(start=1000.0) as env:
         flow = ApprovalFlow()
