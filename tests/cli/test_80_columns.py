@@ -62,12 +62,12 @@ def test_the_live_view_footer_keeps_each_command_whole():
     from dexcli.plugins import Hint
     from dexcli.testing import DexTestEnv
     from dexcli_flows.polling import PollingFlow
+    from tests.engine.engine_helpers import inspect_when
 
     fid = "polling-with-a-long-id-12345"
     with DexTestEnv() as env:
         env.start(PollingFlow(), flow_id=fid)
-        env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of(fid)))
-        snap = env.inspect(fid)
+        snap = inspect_when(env, fid, lambda: any(a.heartbeats for a in env.store.attempts_of(fid)))
     console = Console(width=80, record=True, no_color=True, file=io.StringIO())
     console.print(live_view(snap, "/tmp/dex.db", hints=(Hint(f"complete early:  dex complete-job {fid}"),)))
     lines = console.export_text().splitlines()

@@ -13,6 +13,7 @@ from dexcli.cli.render import LineDiffer, final_card, live_view
 from dexcli.cli.render_inspect import inspect_view
 from dexcli.testing import DexTestEnv
 from dexcli_flows.polling import PollingFlow
+from tests.engine.engine_helpers import inspect_when
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -36,8 +37,7 @@ def env(tmp_path):
 def running(env):
     """A polling flow whose AwaitJob attempt is running: QUEUED and RUNNING written, a heartbeat sent."""
     env.start(PollingFlow(), flow_id="demo")
-    env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("demo")))
-    snap = env.inspect("demo")
+    snap = inspect_when(env, "demo", lambda: any(a.heartbeats for a in env.store.attempts_of("demo")))
     assert snap["summary"]["flowStatus"] == "RUNNING"
     return snap
 

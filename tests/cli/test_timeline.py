@@ -13,6 +13,7 @@ from dexcli.cli.timeline import Axis, short_time, timeline_lines
 from dexcli.testing import DexTestEnv
 from dexcli_flows.polling import PollingFlow
 from tests.cli.cli_helpers import assert_error
+from tests.engine.engine_helpers import inspect_when
 
 WIDTHS = (80, 120)
 
@@ -92,8 +93,7 @@ def test_a_timeout_shows_its_type_and_the_deadline_marks(cli):
 def test_a_running_step_ends_at_now_and_lists_its_deadlines_past_the_axis(tmp_path):
     with DexTestEnv(tmp_path / "dex.db") as env:
         env.start(PollingFlow(), flow_id="live")
-        env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("live")))
-        snap = env.inspect("live")
+        snap = inspect_when(env, "live", lambda: any(a.heartbeats for a in env.store.attempts_of("live")))
     lines = plain(snap, 80)
     assert "RUNNING for" in lines[0]
     assert plot_of(row(lines, "AwaitJob-1"), lines).rstrip().endswith("▶")
