@@ -38,7 +38,7 @@ def time_show(ctx: typer.Context) -> None:
         return
     from dexcli.cli.config import format_duration
 
-    store = open_store()
+    store = open_store(read_only=True)
     skipped = [f for f in store.list_flows(None, None, 1000) if f.clock_offset]
     if not skipped:
         print("every flow runs on real time (no flow's clock was skipped)")

@@ -96,7 +96,7 @@ class View:
         self.flow_id = flow_id
         self.clock = clock
         self.mode = mode  # live | lines | json | quiet
-        self._store = Store(db)
+        self._store = Store(db, read_only=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Live | None = None

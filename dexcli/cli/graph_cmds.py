@@ -140,7 +140,7 @@ def run_lint_report(flow_id: str) -> RunLintReport:
     from dexcli.cli.shared import flow_or_not_found, open_store
     from dexcli.graph.run_lint import lint_run
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     try:
         record = flow_or_not_found(store, flow_id)
         steps = store.steps_of(flow_id)
