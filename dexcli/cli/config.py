@@ -29,7 +29,10 @@ def find_config(start: Path | None = None) -> Path | None:
                 return p
             if p not in _warned:
                 _warned.add(p)
-                print(f"dex: warning: ignoring {p}: {why}", file=sys.stderr)
+                theirs = p.stat().st_uid not in (os.geteuid(), 0)
+                fix = ("to use the database it names anyway, pass it with --db or DEX_DB" if theirs
+                       else f"if you trust it: chmod go-w {shlex.quote(str(p))}")
+                print(f"dex: warning: ignoring {p}: {why}; {fix}", file=sys.stderr)
     return None
 
 
@@ -37,19 +40,17 @@ _warned: set[Path] = set()
 
 
 def distrust(path: Path) -> str | None:
-    """Why a config file may not be the user's own choice, with how to fix that, or None. As git
-    (safe.directory) and ssh do: it must be owned by this user or root, and writable by no one
-    else. A dex.toml chooses the database every command writes, so one left by another user in
-    a shared folder (/tmp) would otherwise decide where this user's flows go."""
+    """Why a file dex would act on (a dex.toml, a flow's code named only by the database) may
+    not be the user's own choice, or None. As git (safe.directory) and ssh do: it must be owned
+    by this user or root, and writable by no one else. A dex.toml chooses the database every
+    command writes, so one left by another user in a shared folder (/tmp) would otherwise decide
+    where this user's flows go."""
     st = path.stat()
-    me = os.geteuid()
-    if st.st_uid not in (me, 0):
-        return (f"it belongs to {_user(st.st_uid)}, not to you or root; to use the database it "
-                "names anyway, pass it with --db or DEX_DB")
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to {_user(st.st_uid)}, not to you or root"
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o022:
-        return (f"other users can write it (mode {mode:04o}); if you trust it: "
-                f"chmod go-w {shlex.quote(str(path))}")
+        return f"other users can write it (mode {mode:04o})"
     return None
 
 

@@ -446,7 +446,7 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     clock = Clock(offset=first.clock_offset if first is not None else 0.0)  # the flow's clock
     stop = StopRequest()
     view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
-                rpcs=rpc_names(build_engine(store, time_skip=False), flow_id) if mode != "json" else ())
+                rpcs=())  # (read-only: no flow code is imported to learn its RPC names)
     watch = PipeWatch(lambda: stop.set(CLOSED))
     view.start()
     watch.start()
