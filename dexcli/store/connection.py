@@ -289,7 +289,7 @@ def open_connection(path: str, *, create: bool, synchronous: str, busy_timeout: 
     return conn
 
 
-def _open_read_only(path: str, busy_timeout: float, upgrade: Callable[[], None]) -> Connection:
+def _open_read_only(path: str, busy_timeout: float, upgrade: Callable[[], None] | None) -> Connection:
     """Open an existing dex database to read it only. An empty file or one without dex's schema
     is not a dex database: it is left as it is. A database this process can write is opened as
     usual but `query_only` (so its last connection still tidies the -wal and -shm files away),
@@ -300,16 +300,16 @@ def _open_read_only(path: str, busy_timeout: float, upgrade: Callable[[], None])
         raise NotADexDatabaseError(f"{path} is not a dex database (it is an empty file)")
     writable = _write_problem(path) is None
     conn, _, version = _identify(path, busy_timeout, None if writable else read_only_uri(path))
-    if version == SCHEMA_VERSION and not _has_database_offset(conn):
+    if version == SCHEMA_VERSION and (upgrade is None or not _has_database_offset(conn)):
         conn.execute("PRAGMA query_only = ON")
         return conn
     conn.close()
     if version == 0:
         raise NotADexDatabaseError(f"{path} is not a dex database (it has no dex schema)")
-    if not writable:
+    if not writable or upgrade is None:
         raise read_only_error(path, "it was written by an older dex, and upgrading it means writing it")
     upgrade()
-    return _open_read_only(path, busy_timeout, lambda: None)
+    return _open_read_only(path, busy_timeout, None)
 
 
 def _has_database_offset(conn: Connection) -> bool:
