@@ -28,6 +28,7 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
         "\n# SQLite durability: NORMAL (fast; survives process crashes) or FULL (also survives power loss).\n"
         + tomli_w.dumps({"synchronous": "NORMAL"}))
     path.write_text(body)
+    path.chmod(0o644)  # whatever the umask: dex trusts no dex.toml that others can write (config.distrust)
     print(f"wrote {path}")
 
 

@@ -201,3 +201,15 @@ def _dex(tmp_path: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[s
     env["HOME"] = str(tmp_path / "home")
     return subprocess.run([sys.executable, "-m", "dexcli", *args], env=env, cwd=cwd, capture_output=True,
                           text=True, timeout=60)
+
+
+def test_dex_init_writes_a_dex_toml_dex_trusts_under_any_umask(cli, tmp_path):
+    old = os.umask(0o002)  # group-writable files by default, as for many users with a group of their own
+    try:
+        cli.ok("init", db=False)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "dex.toml").stat().st_mode & 0o777) == oct(0o644)
+    res = cli.ok("run", "three-steps", "--input", "1", db=False)
+    assert "ignoring" not in res.stderr
+    assert (tmp_path / ".dex" / "dex.db").exists()
