@@ -28,6 +28,7 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
         "\n# SQLite durability: NORMAL (fast; survives process crashes) or FULL (also survives power loss).\n"
         + tomli_w.dumps({"synchronous": "NORMAL"}))
     path.write_text(body)
+    path.chmod(0o644)  # whatever the umask: dex trusts no dex.toml that others can write (config.distrust)
     print(f"wrote {path}")
 
 
@@ -40,7 +41,7 @@ def time_show(ctx: typer.Context,
         return
     from dexcli.cli.config import format_duration
 
-    store = open_store()
+    store = open_store(read_only=True)
     skipped = [f for f in store.list_flows(None, None, 1000) if f.clock_offset]
     shown = [f for f in skipped if all_flows or f.is_running]
     hidden = len(skipped) - len(shown)

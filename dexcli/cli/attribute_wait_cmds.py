@@ -54,7 +54,7 @@ def wait(
         raise UsageError(f"--instance: {e}") from None
     seconds = parse_duration(timeout, "--timeout")
     deadline = time.monotonic() + seconds if seconds else None
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     while True:
         flow = flow_or_not_found(store, flow_id)  # read before the value: a flow that ended had its last say
         text = attribute_value(store, flow_id, key)

@@ -26,7 +26,7 @@ def recent_flow_ids(db_flag: str | None, incomplete: str, running_only: bool = F
         path = resolve_db(db_flag)[0]
         if not path.is_file():
             return []
-        store = Store(path, create=False)
+        store = Store(path, read_only=True)
         try:
             flows = store.list_flows(FlowState.RUNNING if running_only else None, None, RECENT)
         finally:

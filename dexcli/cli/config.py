@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import shlex
+import stat
+import sys
 import tomllib
 from pathlib import Path
 
@@ -14,12 +18,47 @@ DEFAULT_DB = Path("~/.dex/dex.db")
 
 
 def find_config(start: Path | None = None) -> Path | None:
+    """The nearest dex.toml this user can trust, in the folder or its parents. One that
+    another user could have written is skipped with a warning (see `distrust`)."""
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         p = d / CONFIG_NAME
         if p.is_file():
-            return p
+            why = distrust(p)
+            if why is None:
+                return p
+            if p not in _warned:
+                _warned.add(p)
+                theirs = p.stat().st_uid not in (os.geteuid(), 0)
+                fix = ("to use the database it names anyway, pass it with --db or DEX_DB" if theirs
+                       else f"if you trust it: chmod go-w {shlex.quote(str(p))}")
+                print(f"dex: warning: ignoring {p}: {why}; {fix}", file=sys.stderr)
     return None
+
+
+_warned: set[Path] = set()
+
+
+def distrust(path: Path) -> str | None:
+    """Why a file dex would act on (a dex.toml, a flow's code named only by the database) may
+    not be the user's own choice, or None. As git (safe.directory) and ssh do: it must be owned
+    by this user or root, and writable by no one else. A dex.toml chooses the database every
+    command writes, so one left by another user in a shared folder (/tmp) would otherwise decide
+    where this user's flows go."""
+    st = path.stat()
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to {_user(st.st_uid)}, not to you or root"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        return f"other users can write it (mode {mode:04o})"
+    return None
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def read_config(path: Path) -> dict[str, object]:

@@ -97,7 +97,7 @@ class View:
         self.flow_id = flow_id
         self.clock = clock
         self.mode = mode  # live | lines | json | quiet
-        self._store = Store(db)
+        self._store = Store(db, read_only=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Live | None = None
@@ -448,7 +448,7 @@ def watch_flow(console: Console, store: Store, flow_id: str, *, mode: str, poll:
     clock = Clock(offset=first.clock_offset if first is not None else 0.0)  # the flow's clock
     stop = StopRequest()
     view = View(console, store.path, flow_id, clock, mode, hints, on_closed=lambda: stop.set(CLOSED),
-                rpcs=rpc_names(build_engine(store, time_skip=False), flow_id) if mode != "json" else ())
+                rpcs=())  # (read-only: no flow code is imported to learn its RPC names)
     watch = PipeWatch(lambda: stop.set(CLOSED))
     view.start()
     watch.start()

@@ -25,7 +25,7 @@ class ForeignEvents:
     """Follows one flow's history on its own thread and connection; prints what others did."""
 
     def __init__(self, db: str, flow_id: str, write: Callable[[dict[str, Any]], None]) -> None:
-        self._store = Store(db)
+        self._store = Store(db, read_only=True)
         self._flow_id = flow_id
         self._write = write
         self._after = max((e.event_id for e in self._store.history_of(flow_id)), default=0)

@@ -135,19 +135,19 @@ def lint_text(reports: list[LintReport]) -> str:
 
 def run_lint_report(flow_id: str) -> RunLintReport:
     """`dex lint --flow-id`: the run's step executions and persisted Waits, checked. The flow's
-    definition (loaded from the reference stored with the run, when it still loads) gives file:line."""
+    definition gives file:line when the run names an installed flow (by its name) that still loads."""
     from dexcli.cli.loader import load_ref
     from dexcli.cli.shared import flow_or_not_found, open_store
     from dexcli.graph.run_lint import lint_run
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     try:
         record = flow_or_not_found(store, flow_id)
         steps = store.steps_of(flow_id)
     finally:
         store.close()
     definition = None
-    if record.flow_ref:
+    if record.flow_ref is not None and record.flow_ref.startswith("name:"):  # never a file only the database names
         try:
             definition = load_ref(record.flow_ref)
         except Exception:  # moved or broken since the run: the findings stand without file:line

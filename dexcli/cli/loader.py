@@ -69,7 +69,10 @@ def load_file_flow(spec: str) -> Flow[Any]:
     if mod_name in sys.modules:
         module = sys.modules[mod_name]
     else:
-        sys.path.insert(0, str(path.parent))
+        if str(path.parent) not in sys.path:
+            # last: the flow's own modules beside it import, but a file there named like a module
+            # dex imports later (decimal, tempfile) does not take that module's place
+            sys.path.append(str(path.parent))
         try:
             module_spec = importlib.util.spec_from_file_location(mod_name, path)
             assert module_spec is not None and module_spec.loader is not None
@@ -133,6 +136,12 @@ def load_ref(ref: str) -> Flow[Any]:
     kind, _, rest = ref.partition(":")
     if kind == "name":
         return load_named_flow(rest)
-    if kind == "file":
+    if kind == "file":  # the file `dex run --file` named: imported again only if still the user's own
+        from dexcli.cli.config import distrust
+
+        path = Path(rest.rpartition(":")[0])
+        why = distrust(path) if path.is_file() else None
+        if why is not None:
+            raise UsageError(f"the flow's code {path} is not imported: {why}")
         return load_file_flow(rest)
     raise UsageError(f"cannot load flow from reference {ref!r}")

@@ -20,7 +20,7 @@ def show_inspect(flow_id: str, json_out: bool) -> None:
     """`dex inspect FLOW_ID [--json]` (the timeline is read_cmds' own)."""
     from dexcli.engine.views import inspect_flow
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     if json_out:
         import json

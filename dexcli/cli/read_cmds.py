@@ -50,7 +50,7 @@ def inspect(
         return
     from dexcli.engine.views import inspect_flow
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     flow = store.get_flow(flow_id)
     _print_timeline(snap, flow.clock_offset if flow is not None else 0.0, svg)
@@ -117,7 +117,7 @@ def list_flows(
 
     if status is not None and status.upper() not in STATUSES:
         raise UsageError(f"--status must be one of {', '.join(STATUSES)}")
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     from dexcli.store import FlowState
 
     rows = store.list_flows(FlowState(status.upper()) if status else None, flow_type, limit)
@@ -169,7 +169,7 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
     """`dex list --query`: one page (or --all of them) from the store's search, no engine loaded."""
     from dexcli.store.search import search_flows
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     hits, next_token = [], token
     while True:
         page = search_flows(store, query, page_size, next_token)
@@ -225,12 +225,16 @@ def flows() -> None:
 
 def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:
     """Check the database's invariants and report each breach (exit 1 if any)."""
+    from dexcli.cli.shared import warn_if_exposed
     from dexcli.engine.doctor import check
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True, warn=False)
     if flow_id is not None:
         flow_or_not_found(store, flow_id)
     problems, checked = check(store, flow_id)
+    exposed = warn_if_exposed(store.path, warn=False)
+    if exposed is not None:  # the one finding about the files, not the flows
+        problems = [exposed, *problems]
     for p in problems:
         print(p)
     print(f"{checked} flow(s) checked, {len(problems)} problem(s)")

@@ -70,9 +70,19 @@ def skip_command(flow_id: str, seid: str, t: dict[str, Any]) -> str:
     return f"dex skip-timer {flow_id} {seid} {which}"
 
 
-def rpc_command(flow_id: str, rpcs: tuple[str, ...]) -> str:
+def rpc_command(flow_id: str, rpcs: tuple[str, ...], flow_ref: str | None = None) -> str:
+    """`dex rpc` for this flow; one started from a file needs that file named (--file)."""
     names = "|".join(rpcs) if rpcs else "NAME"
-    return f"dex rpc {flow_id} {names} --input JSON"
+    command = f"dex rpc {flow_id} {names} --input JSON"
+    kind, _, where = (flow_ref or "").partition(":")
+    if kind != "file":
+        return command
+    import shlex
+
+    from dexcli.graph.lint import short_path
+
+    path, _, cls = where.rpartition(":")
+    return f"{command} --file {shlex.quote(f'{short_path(path)}:{cls}')}"
 
 
 def kind_text(wait: dict[str, Any] | None) -> str:
@@ -100,7 +110,7 @@ def commands(snap: dict[str, Any], active: dict[str, Any], rpcs: tuple[str, ...]
     wait = active.get("waitingCondition") or {"conditions": []}
     out = []
     if any(c["kind"] == "channel" for c in wait["conditions"]):
-        out.append(rpc_command(fid, rpcs))
+        out.append(rpc_command(fid, rpcs, snap["summary"].get("flowRef")))
     out += [skip_command(fid, seid, t) for t in active["timers"] if t["status"] == "PENDING"]
     return out
 

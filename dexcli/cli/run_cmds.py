@@ -259,7 +259,7 @@ def watch(
     from dexcli.cli.driver import watch_flow
     from dexcli.cli.plugin_cmds import hints_for, plugins
 
-    store = open_store(must_exist=True)
+    store = open_store(read_only=True)
     try:
         row = flow_or_not_found(store, flow_id)
         hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)

@@ -85,18 +85,46 @@ def db_path() -> Path:
     return resolve_db(STATE.db_flag)[0]
 
 
-def open_store(must_exist: bool = False) -> Store:
-    from dexcli.cli.config import busy_timeout_setting, synchronous_setting
+def open_store(must_exist: bool = False, read_only: bool = False, warn: bool = True) -> Store:
+    """The command's database. `must_exist`: never create one (DatabaseMissingError, exit 3);
+    `read_only`, for commands that only read: also never write it, so they work on a database
+    this process cannot write, and an empty file is not made a database. An existing database
+    others can read is reported once, on stderr (unless not `warn`)."""
+    from dexcli.cli.config import busy_timeout_setting, resolve_db, synchronous_setting
     from dexcli.store import Store
 
-    path = db_path()
-    if must_exist and not path.exists():
-        raise NotFoundError(f"no dex database at {path} (run a flow first, or pass --db)")
-    missing = next((d for d in reversed(path.parents) if not d.exists()), None) if not path.exists() else None
-    store = Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting())
-    if missing is not None:  # a mistyped --db would otherwise go unnoticed: say it, once (it exists now)
+    path, source = resolve_db(STATE.db_flag)
+    creates = not (must_exist or read_only)
+    # a mistyped --db (or DEX_DB, dex.toml) would otherwise go unnoticed; ~/.dex is dex's own
+    chosen = creates and source != "default"
+    missing = next((d for d in reversed(path.parents) if not d.exists()), None) if chosen else None
+    store = Store(path, synchronous=synchronous_setting(), busy_timeout=busy_timeout_setting(),
+                  create=creates, read_only=read_only)
+    if missing is not None:  # said once: it exists now
         print(f"dex: created the folder {missing} for the new database {path}", file=sys.stderr)
+    warn_if_exposed(store.path, warn)
     return store
+
+
+_warned: set[str] = set()
+
+
+def warn_if_exposed(path: str, warn: bool = True) -> str | None:
+    """What of the database others can read (see dexcli.store.files.exposed), with how to fix it;
+    printed on stderr once per process unless `warn` is false."""
+    import shlex
+
+    from dexcli.store.files import exposed
+
+    found = exposed(path)
+    if found is None:
+        return None
+    message = (f"the database {path} can be read by other users ({found}); make it private: "
+               f"chmod go= {shlex.quote(path)}*")
+    if warn and path not in _warned:
+        _warned.add(path)
+        print(f"dex: warning: {message}", file=sys.stderr)
+    return message
 
 
 def flow_or_not_found(store: Store, flow_id: str) -> FlowRecord:

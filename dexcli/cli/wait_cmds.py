@@ -9,6 +9,7 @@ timer of a waiting step ready now.
 from __future__ import annotations
 
 import json
+import shlex
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -30,18 +31,30 @@ class RpcFailedError(UsageError):
     exit_code = 1
 
 
-def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GIVEN) -> Any:
+def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GIVEN, file: str | None = None) -> Any:
     """Invoke the RPC `name` of flow `flow_id` with `value` (its input, as JSON data) and commit
     its effects; returns its output as JSON data. NotFoundError (exit 3) for an unknown flow,
     UsageError (exit 2) for an unknown RPC or a wrong input, RpcFailedError (exit 1) when the
-    handler raised; a closed flow the RPC would change raises FlowNotActiveOrNotFoundError (exit 3)."""
+    handler raised; a closed flow the RPC would change raises FlowNotActiveOrNotFoundError (exit 3).
+
+    The handler's code is the flow's installed plugin (a flow started by name), or the file the
+    user names with `file`: never a file only the database names (see README, Security notes)."""
     from dexcli.cli.driver import build_engine
+    from dexcli.cli.loader import load_flow
     from dexcli.engine import rpc
     from dexcli.sdk.codec import to_jsonable
     from dexcli.sdk.errors import WorkerInvocationError
 
     row = flow_or_not_found(store, flow_id)
     engine = build_engine(store, time_skip=False)
+    if file is not None:
+        given = engine.definitions.registry.add(load_flow(None, file)[0])
+        if given.flow_type != row.flow_type:
+            raise UsageError(f"--file {file} defines {given.flow_type}, but flow {flow_id} is a {row.flow_type}")
+    elif row.flow_ref is not None and row.flow_ref.startswith("file:"):
+        started_from = shlex.quote(row.flow_ref.removeprefix("file:"))
+        raise UsageError(f"flow {flow_id} was started from a file, and dex rpc runs a file's code only when you "
+                         f"name it: add --file {started_from}")
     definition = engine.definitions.get(row.flow_type, row.flow_ref)
     spec = definition.rpcs.get(name)
     if spec is None:
@@ -66,18 +79,21 @@ def rpc(
                                autocompletion=complete_rpc_name),
     input: str | None = typer.Option(None, "--input", help="The RPC's input as JSON, or @file.json."),
     json_out: bool = typer.Option(False, "--json", help='One JSON object: {"flowId", "rpcName", "output"}.'),
+    file: str | None = typer.Option(None, "--file", metavar="PATH.py:CLASS",
+                                    help="The flow's code, for a flow started with `dex run --file` (required then)."),
 ) -> None:
     """Invoke an RPC of a running flow and print its output as JSON.
 
     The handler runs here, once (no retry); its publishes, next steps and cancellations commit
     atomically with its output, and a process driving the flow picks them up. A handler that
-    raises commits nothing (exit 1)."""
+    raises commits nothing (exit 1). A flow started from a file needs --file naming its code:
+    dex runs no file only the database names."""
     from dexcli.cli.run_cmds import parse_input
 
     value = _NOT_GIVEN if input is None else parse_input(input)
     store = open_store(must_exist=True)
     try:
-        output = invoke_named_rpc(store, flow_id, name, value)
+        output = invoke_named_rpc(store, flow_id, name, value, file)
     finally:
         store.close()
     print(json.dumps({"flowId": flow_id, "rpcName": name, "output": output} if json_out else output))

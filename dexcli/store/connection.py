@@ -25,11 +25,14 @@ from typing import Any, NoReturn
 from dexcli.store.errors import (
     DatabaseConditionError,
     DatabaseLockedError,
+    DatabaseMissingError,
     DatabaseReplacedError,
     DiskFullError,
+    NotADexDatabaseError,
     ReadOnlyDatabaseError,
     StoreError,
 )
+from dexcli.store.files import create_private, read_only_uri, sides
 
 SCHEMA_VERSION = 4
 WAL_AUTOCHECKPOINT_PAGES = 10_000
@@ -127,9 +130,13 @@ def condition_error(exc: sqlite3.Error, path: str, busy_timeout: float) -> Datab
     if name == "SQLITE_READONLY_DBMOVED":
         return DatabaseReplacedError(f"the database file {path} was deleted or replaced while dex ran")
     if name.startswith("SQLITE_READONLY"):
-        return ReadOnlyDatabaseError(f"cannot write the database {path}: "
-                                     f"{_access_problem(path) or 'SQLite opened it read-only'}")
+        return read_only_error(path, _access_problem(path) or "SQLite opened it read-only")
     return None
+
+
+def read_only_error(path: str, why: str) -> ReadOnlyDatabaseError:
+    return ReadOnlyDatabaseError(f"database is read-only: cannot write {path} ({why}); commands that only read "
+                                 "(list, inspect, doctor, watch) still work")
 
 
 def _no_space_left(path: str) -> bool:
@@ -164,47 +171,55 @@ def _check_path(path: str, create: bool) -> None:
             raise StoreError(f"database path {path} is a directory")
         return
     if not create:
-        raise StoreError(f"no dex database at {path}")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create the database folder {p.parent}: {exc.strerror}") from exc
-    if not os.access(p.parent, os.W_OK | os.X_OK):
-        raise StoreError(f"cannot create the database {path}: the folder {p.parent} is not writable")
+        raise DatabaseMissingError(f"no dex database at {path} (run a flow first, or pass --db)")
+    create_private(path)
 
 
-def _access_problem(path: str) -> str | None:
-    """Why this process cannot open an existing database, from the file modes (SQLite says
-    only "unable to open database file"), or None. Never opens the file (see _check_path)."""
+def _access_problem(path: str, writing: bool = True) -> str | None:
+    """Why this process cannot open an existing database (for `writing`, or only to read),
+    from the file modes (SQLite says only "unable to open database file"), or None. Never
+    opens the file (see _check_path)."""
     p = Path(path)
     if not os.access(p, os.R_OK):
         return "permission denied (the file is not readable)"
-    if not os.access(p, os.W_OK):
-        return "the file is read-only (dex writes to it)"
-    for side in (Path(f"{path}-wal"), Path(f"{path}-shm")):
-        if side.exists() and not os.access(side, os.R_OK | os.W_OK):
+    if writing and not os.access(p, os.W_OK):
+        return "the file is read-only"
+    for side in sides(path):
+        if side.exists() and not os.access(side, os.R_OK | (os.W_OK if writing else 0)):
             return f"permission denied on {side.name} beside it"
-    if not (Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()) \
-            and not os.access(p.parent, os.W_OK | os.X_OK):
+    return _write_problem(path) if writing else None
+
+
+def _write_problem(path: str) -> str | None:
+    """Why this process cannot write an existing database it can read, or None."""
+    p = Path(path)
+    if not os.access(p, os.W_OK):
+        return "the file is read-only"
+    for side in sides(path):
+        if side.exists() and not os.access(side, os.W_OK):
+            return f"{side.name} beside it is read-only"
+    if not all(side.exists() for side in sides(path)) and not os.access(p.parent, os.W_OK | os.X_OK):
         return (f"its folder {p.parent} is not writable (SQLite keeps {p.name}-wal and {p.name}-shm "
                 "beside the database)")
     return None
 
 
-def _raise_open_error(path: str, exc: Exception, busy_timeout: float) -> NoReturn:
-    err = _open_error(path, exc, busy_timeout)
+def _raise_open_error(path: str, exc: Exception, busy_timeout: float, writing: bool = True) -> NoReturn:
+    err = _open_error(path, exc, busy_timeout, writing)
     if err is exc:
         raise err
     raise err from exc
 
 
-def _open_error(path: str, exc: Exception, busy_timeout: float) -> StoreError:
+def _open_error(path: str, exc: Exception, busy_timeout: float, writing: bool) -> StoreError:
     """What to say when opening `path` failed with `exc` (an sqlite3 error or a condition)."""
     cause = exc.__cause__ if isinstance(exc, DatabaseConditionError) else exc
     if str(getattr(cause, "sqlite_errorname", "")).startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-        return StoreError(f"{path} is not a dex database ({exc})")
-    problem = _access_problem(path) if path != ":memory:" else None
+        return NotADexDatabaseError(f"{path} is not a dex database ({exc})")
+    problem = _access_problem(path, writing) if path != ":memory:" else None
     if problem is not None:
+        if writing and _access_problem(path, writing=False) is None:  # it can be read, not written
+            return read_only_error(path, _write_problem(path) or problem)
         return StoreError(f"cannot open the database {path}: {problem}")
     if isinstance(exc, StoreError):
         return exc
@@ -213,13 +228,13 @@ def _open_error(path: str, exc: Exception, busy_timeout: float) -> StoreError:
     return StoreError(f"cannot open the database {path}: {exc}")
 
 
-def _identify(path: str, busy_timeout: float) -> tuple[Connection, int, int]:
-    """Connect and read (application id, schema version) in one snapshot: another process
-    may be creating the schema right now."""
+def _identify(path: str, busy_timeout: float, uri: str | None = None) -> tuple[Connection, int, int]:
+    """Connect (to `uri` if given) and read (application id, schema version) in one snapshot:
+    another process may be creating the schema right now."""
     conn: Connection | None = None
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout,
-                               factory=Connection)
+        conn = sqlite3.connect(uri or path, isolation_level=None, check_same_thread=False, timeout=busy_timeout,
+                               factory=Connection, uri=uri is not None)
         conn.db_path, conn.busy_timeout = path, busy_timeout
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("BEGIN")
@@ -232,10 +247,10 @@ def _identify(path: str, busy_timeout: float) -> tuple[Connection, int, int]:
     except (sqlite3.DatabaseError, DatabaseConditionError) as exc:
         if conn is not None:
             conn.close()
-        _raise_open_error(path, exc, busy_timeout)
+        _raise_open_error(path, exc, busy_timeout, writing=uri is None)
     if tables and app_id != APP_ID:
         conn.close()
-        raise StoreError(f"{path} is not a dex database (it has other tables)")
+        raise NotADexDatabaseError(f"{path} is not a dex database (it has other tables)")
     if version > SCHEMA_VERSION:
         conn.close()
         raise StoreError(f"{path} has schema version {version}, newer than this dex understands "
@@ -243,8 +258,13 @@ def _identify(path: str, busy_timeout: float) -> tuple[Connection, int, int]:
     return conn, app_id, version
 
 
-def open_connection(path: str, *, create: bool, synchronous: str,
-                    busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Connection:
+def open_connection(path: str, *, create: bool, synchronous: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+                    upgrade: Callable[[], None] | None = None) -> Connection:
+    """A connection to the database at `path`. `create`: make a new (private) database if
+    there is none. With `upgrade` (what brings an older database up to date), a read-only
+    connection that never writes (see `_open_read_only`)."""
+    if upgrade is not None:
+        return _open_read_only(path, busy_timeout, upgrade)
     _check_path(path, create)
     conn, _, version = _identify(path, busy_timeout)
     try:
@@ -267,6 +287,37 @@ def open_connection(path: str, *, create: bool, synchronous: str,
         conn.close()
         _raise_open_error(path, exc, busy_timeout)
     return conn
+
+
+def _open_read_only(path: str, busy_timeout: float, upgrade: Callable[[], None] | None) -> Connection:
+    """Open an existing dex database to read it only. An empty file or one without dex's schema
+    is not a dex database: it is left as it is. A database this process can write is opened as
+    usual but `query_only` (so its last connection still tidies the -wal and -shm files away),
+    after an upgrade if it is from an older dex (reading it needs the new columns); one it cannot
+    write, with SQLite's `mode=ro` (`immutable` in a read-only folder: see files.read_only_uri)."""
+    _check_path(path, create=False)
+    if os.path.getsize(path) == 0:
+        raise NotADexDatabaseError(f"{path} is not a dex database (it is an empty file)")
+    writable = _write_problem(path) is None
+    conn, _, version = _identify(path, busy_timeout, None if writable else read_only_uri(path))
+    if version == SCHEMA_VERSION and (upgrade is None or not _has_database_offset(conn)):
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+    conn.close()
+    if version == 0:
+        raise NotADexDatabaseError(f"{path} is not a dex database (it has no dex schema)")
+    if not writable or upgrade is None:
+        raise read_only_error(path, "it was written by an older dex, and upgrading it means writing it")
+    upgrade()
+    return _open_read_only(path, busy_timeout, None)
+
+
+def _has_database_offset(conn: Connection) -> bool:
+    """Whether the database still keeps one clock offset for every flow (see Store)."""
+    try:
+        return scalar(conn, "SELECT 1 FROM meta WHERE key = 'clock_offset'") is not None
+    except sqlite3.OperationalError:
+        return False
 
 
 def _schema_sql() -> str:

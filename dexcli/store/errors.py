@@ -31,3 +31,21 @@ class ReadOnlyDatabaseError(DatabaseConditionError):
 class DatabaseReplacedError(DatabaseConditionError):
     """The file at the database's path is no longer the one this process opened. Every later
     transaction of the connection fails the same way: nothing more is written to either file."""
+
+
+class NoDatabaseError(StoreError):
+    """No dex database where the path points: nothing is there (`DatabaseMissingError`), or
+    a file that is not a dex database (`NotADexDatabaseError`). Commands that only read never
+    create one."""
+
+
+class DatabaseMissingError(NoDatabaseError):
+    """Nothing at the database's path (nothing has run there yet): exit 3, as for anything
+    named that does not exist."""
+
+    exit_code = 3
+
+
+class NotADexDatabaseError(NoDatabaseError):
+    """A file at the path that is not a dex database: empty, not SQLite, or another
+    application's SQLite database."""

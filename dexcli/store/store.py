@@ -48,15 +48,23 @@ class Store:
     """One dex database. Thread-safe (one lock around the connection)."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", create: bool = True,
-                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT, read_only: bool = False) -> None:
         """`busy_timeout`: seconds a write waits for another process's write lock before it
-        fails with DatabaseLockedError."""
+        fails with DatabaseLockedError. `read_only`: open an existing database to read it only
+        (never created; a write fails with ReadOnlyDatabaseError); one from an older dex is
+        upgraded first if the file can be written."""
         self.path = str(path)
         self.commits = 0
         self.commit_seconds = 0.0  # time spent in COMMIT statements (the WAL writes), for bench/
         self._lock = threading.RLock()
-        self._conn = open_connection(self.path, create=create, synchronous=synchronous, busy_timeout=busy_timeout)
-        self._adopt_database_offset()
+
+        def upgrade() -> None:
+            Store(path, synchronous=synchronous, create=False, busy_timeout=busy_timeout).close()
+
+        self._conn = open_connection(self.path, create=create and not read_only, synchronous=synchronous,
+                                     busy_timeout=busy_timeout, upgrade=upgrade if read_only else None)
+        if not read_only:
+            self._adopt_database_offset()
 
     def close(self) -> None:
         with self._lock:

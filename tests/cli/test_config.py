@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from dexcli.cli.config import format_duration, parse_duration, resolve_db
+from dexcli.cli.config import find_config, format_duration, parse_duration, resolve_db
 from dexcli.cli.errors import UsageError
+from tests.cli.cli_helpers import subprocess_env
 
 
 @pytest.fixture
@@ -152,3 +156,72 @@ def test_a_db_in_a_missing_folder_is_created_and_said_once(cli, tmp_path):
     # a command that only reads never creates anything
     assert cli("--db", str(tmp_path / "other" / "dex.db"), "list").exit_code == 3
     assert not (tmp_path / "other").exists()
+
+
+# ------------------------------------------------------------------------- trust
+def _root_only() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+
+
+def test_a_dex_toml_another_user_wrote_is_ignored(project, tmp_path):
+    """In a shared folder (1777, as /tmp), another user leaves a dex.toml naming a database:
+    dex ignores it, says why in one line, and uses the default."""
+    _root_only()
+    shared = tmp_path / "shared"
+    (shared / "work").mkdir(parents=True)
+    shared.chmod(0o1777)
+    planted = shared / "dex.toml"
+    planted.write_text(f'db = "{tmp_path / "theirs.db"}"\n')
+    os.chown(planted, 65534, 65534)  # nobody's
+    res = _dex(tmp_path, shared / "work", "run", "three-steps", "--input", "1")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        f"dex: warning: ignoring {planted}: it belongs to nobody (uid 65534), not to you or root; "
+        "to use the database it names anyway, pass it with --db or DEX_DB"]
+    assert not (tmp_path / "theirs.db").exists()
+    assert (tmp_path / "home" / ".dex" / "dex.db").exists()
+
+
+def test_a_dex_toml_others_can_write_is_ignored(project, tmp_path):
+    (project / "dex.toml").write_text(f'db = "{tmp_path / "any.db"}"\n')
+    (project / "dex.toml").chmod(0o666)
+    res = _dex(tmp_path, project, "run", "three-steps", "--input", "1")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        f"dex: warning: ignoring {project / 'dex.toml'}: other users can write it (mode 0666); if you trust it: "
+        f"chmod go-w {project / 'dex.toml'}"]
+    assert not (tmp_path / "any.db").exists()
+    (project / "dex.toml").chmod(0o644)
+    res = _dex(tmp_path, project, "run", "three-steps", "--input", "1")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert (tmp_path / "any.db").exists()
+
+
+def test_a_dex_toml_of_root_is_trusted(project, tmp_path):
+    _root_only()
+    (project / "dex.toml").write_text(f'db = "{tmp_path / "root.db"}"\n')
+    os.chown(project / "dex.toml", 0, 0)
+    assert find_config(project) == project / "dex.toml"
+
+
+def _dex(tmp_path: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`dex` in a real process in `cwd`, HOME in tmp_path, no DEX_DB: the database is chosen by
+    the dex.toml files found from `cwd` up (or the default)."""
+    env = subprocess_env(tmp_path / "unused.db")
+    del env["DEX_DB"]
+    env["HOME"] = str(tmp_path / "home")
+    return subprocess.run([sys.executable, "-m", "dexcli", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_dex_init_writes_a_dex_toml_dex_trusts_under_any_umask(cli, tmp_path):
+    old = os.umask(0o002)  # group-writable files by default, as for many users with a group of their own
+    try:
+        cli.ok("init", db=False)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "dex.toml").stat().st_mode & 0o777) == oct(0o644)
+    res = cli.ok("run", "three-steps", "--input", "1", db=False)
+    assert "ignoring" not in res.stderr
+    assert (tmp_path / ".dex" / "dex.db").exists()

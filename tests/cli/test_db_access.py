@@ -67,14 +67,42 @@ def folder(tmp_path: Path) -> Iterator[Path]:
         f.chmod(0o644)
 
 
+READS = (["list"], ["inspect", "t"], ["inspect", "t", "--json"], ["doctor"], ["time"], ["watch", "t"],
+         ["list", "--query", "FlowStatus = 'COMPLETED'"])
+
+
 def test_an_existing_database_in_a_read_only_folder(folder: Path) -> None:
     db = folder / "dex.db"
     assert dex(db, "run", "three-steps", "--flow-id", "t", "--input", "1").returncode == 0
-    assert not Path(f"{db}-wal").exists()  # the last connection removed it: SQLite must create it again
+    assert not Path(f"{db}-wal").exists()  # the last connection removed it: SQLite cannot create it again
     folder.chmod(0o555)
-    for args in (["list"], ["run", "three-steps", "--input", "1"]):
-        one_error(dex(db, *args), f"cannot open the database {db}", f"its folder {folder} is not writable",
+    for args in READS:  # read-only: nothing to create beside it
+        res = dex(db, *args)
+        assert res.returncode == 0 and res.stderr == "" and res.stdout, (args, res.stdout, res.stderr)
+    for args in (["run", "three-steps", "--input", "1"], ["resume", "t"]):
+        one_error(dex(db, *args), "database is read-only", str(db), f"its folder {folder} is not writable",
                   "dex.db-wal")
+    assert sorted(f.name for f in folder.iterdir()) == ["dex.db"]
+
+
+def test_a_read_only_folder_while_a_writer_has_the_database_open(folder: Path) -> None:
+    """The -wal and -shm files exist: the reader goes through them and sees what is in the -wal
+    only (not `immutable`, which would read the file as it is)."""
+    from tests.cli.cli_helpers import start_flow
+
+    db = folder / "dex.db"
+    assert dex(db, "run", "three-steps", "--flow-id", "t", "--input", "1").returncode == 0
+    import sqlite3
+
+    writer = sqlite3.connect(db)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")  # what follows stays in the -wal
+        start_flow(db, "three-steps", "in-wal", 1)
+        folder.chmod(0o555)
+        res = dex(db, "list")
+        assert res.returncode == 0 and "in-wal" in res.stdout, (res.stdout, res.stderr)
+    finally:
+        writer.close()
 
 
 def test_a_new_database_in_a_read_only_folder(folder: Path) -> None:
@@ -87,11 +115,13 @@ def test_a_new_database_in_a_read_only_folder(folder: Path) -> None:
 
 def test_a_read_only_database_file(folder: Path) -> None:
     db = folder / "dex.db"
-    assert dex(db, "run", "three-steps", "--input", "1").returncode == 0
-    db.chmod(0o444)
-    assert dex(db, "list").returncode == 0  # reading needs only the folder (for the -wal and -shm files)
-    one_error(dex(db, "run", "three-steps", "--input", "1"), f"cannot write the database {db}",
-              "the file is read-only")
+    assert dex(db, "run", "three-steps", "--flow-id", "t", "--input", "1").returncode == 0
+    db.chmod(0o400)  # (0444 would be reported: others could read it)
+    for args in READS:
+        res = dex(db, *args)
+        assert res.returncode == 0 and res.stderr == "", (args, res.stdout, res.stderr)
+    for args in (["run", "three-steps", "--input", "1"],):
+        one_error(dex(db, *args), "database is read-only", str(db), "the file is read-only")
 
 
 def test_an_unreadable_database_file(folder: Path) -> None:

@@ -73,6 +73,9 @@ def _wait(db: Path, ref_name: str | None, file: str | None, flow_id: str, input:
         store.close()
 
 
+VOTES_FILE = ("--file", "votes.py:VoteFlow")  # (the tests run in tmp_path, beside it)
+
+
 @pytest.fixture
 def votes(db: Path, tmp_path: Path) -> str:
     """A VoteFlow `v` waiting for two votes or a 1 h timer ("soon") or a 2 h one (no id)."""
@@ -100,13 +103,13 @@ def test_rpc_prints_the_output_as_json_and_the_publish_wakes_the_step(cli: Cli, 
 
 def test_rpc_json_names_the_flow_and_the_rpc(cli: Cli, votes: str, tmp_path: Path) -> None:
     (tmp_path / "who.json").write_text('"ann"')
-    assert cli.json("rpc", votes, "vote", "--input", f"@{tmp_path / 'who.json'}", "--json") == {
+    assert cli.json("rpc", votes, *VOTES_FILE, "vote", "--input", f"@{tmp_path / 'who.json'}", "--json") == {
         "flowId": "v", "rpcName": "vote", "output": "vote from ann"}
-    assert cli.json("rpc", votes, "count") == 1
+    assert cli.json("rpc", votes, *VOTES_FILE, "count") == 1
 
 
 def test_an_rpc_that_raises_exits_1_and_commits_nothing(cli: Cli, votes: str) -> None:
-    assert_error(cli("rpc", votes, "boom", "--input", '"eve"'), 1,
+    assert_error(cli("rpc", votes, *VOTES_FILE, "boom", "--input", '"eve"'), 1,
                  "rpc boom failed: builtins.ValueError: no voter called eve")
     snap = cli.json("inspect", votes, "--json")
     assert snap["state"]["pendingChannelMessages"] == {}
@@ -119,12 +122,12 @@ def test_rpc_to_an_unknown_flow_exits_3(cli: Cli, votes: str) -> None:
 
 def test_rpc_to_a_closed_flow_exits_3_when_it_has_effects(cli: Cli, votes: str) -> None:
     cli.ok("stop", votes)
-    assert_error(cli("rpc", votes, "vote", "--input", '"x"'), 3, "CANCELED", "vote")
-    assert cli.json("rpc", votes, "count") == 0  # a read-only RPC is served from the closed run
+    assert_error(cli("rpc", votes, *VOTES_FILE, "vote", "--input", '"x"'), 3, "CANCELED", "vote")
+    assert cli.json("rpc", votes, *VOTES_FILE, "count") == 0  # a read-only RPC is served from the closed run
 
 
 def test_an_unknown_rpc_exits_2_listing_the_flows_rpcs(cli: Cli, votes: str) -> None:
-    assert_error(cli("rpc", votes, "approve"), 2, "VoteFlow has no RPC 'approve'", "boom, count, vote")
+    assert_error(cli("rpc", votes, *VOTES_FILE, "approve"), 2, "VoteFlow has no RPC 'approve'", "boom, count, vote")
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -134,7 +137,7 @@ def test_an_unknown_rpc_exits_2_listing_the_flows_rpcs(cli: Cli, votes: str) -> 
     (["vote", "--input", "7"], "input for RPC vote"),
 ])
 def test_rpc_input_mistakes_exit_2(cli: Cli, votes: str, args: list[str], fragment: str) -> None:
-    assert_error(cli("rpc", votes, *args), 2, fragment)
+    assert_error(cli("rpc", votes, *VOTES_FILE, *args), 2, fragment)
 
 
 def test_an_rpc_lock_conflict_exits_4(cli: Cli, votes: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +148,7 @@ def test_an_rpc_lock_conflict_exits_4(cli: Cli, votes: str, monkeypatch: pytest.
         raise RpcLockConflictError("attribute map instance is locked by another RPC")
 
     monkeypatch.setattr(rpc, "invoke", conflict)
-    assert_error(cli("rpc", votes, "vote", "--input", '"x"'), 4, "locked by another RPC")
+    assert_error(cli("rpc", votes, *VOTES_FILE, "vote", "--input", '"x"'), 4, "locked by another RPC")
 
 
 def test_rpc_without_a_database_exits_3(cli: Cli) -> None:
@@ -205,7 +208,7 @@ def test_skip_timer_checks_the_step_execution_id(cli: Cli, votes: str) -> None:
 
 # ------------------------------------------------------------------------------ inspect -----
 def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
-    cli.ok("rpc", votes, "vote", "--input", '"ann"')
+    cli.ok("rpc", votes, *VOTES_FILE, "vote", "--input", '"ann"')
     snap = cli.json("inspect", votes, "--json")
     assert set(snap) >= {"summary", "steps", "streams", "history", "now", "state"}
     [active] = snap["state"]["activeStepExecutions"]
@@ -231,7 +234,7 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
 
 
 def test_inspect_json_of_a_closed_flow_keeps_the_last_known_state(cli: Cli, votes: str) -> None:
-    cli.ok("rpc", votes, "vote", "--input", '"ann"')
+    cli.ok("rpc", votes, *VOTES_FILE, "vote", "--input", '"ann"')
     cli.ok("stop", votes)
     state = cli.json("inspect", votes, "--json")["state"]
     [active] = state["activeStepExecutions"]
@@ -240,8 +243,8 @@ def test_inspect_json_of_a_closed_flow_keeps_the_last_known_state(cli: Cli, vote
 
 
 def test_inspect_json_after_the_wait_records_its_condition_results(cli: Cli, votes: str) -> None:
-    cli.ok("rpc", votes, "vote", "--input", '"ann"')
-    cli.ok("rpc", votes, "vote", "--input", '"bob"')
+    cli.ok("rpc", votes, *VOTES_FILE, "vote", "--input", '"ann"')
+    cli.ok("rpc", votes, *VOTES_FILE, "vote", "--input", '"bob"')
     snap = cli.json("inspect", votes, "--json")
     assert snap["state"]["pendingChannelMessages"] == {}
     assert snap["state"]["activeStepExecutions"][0]["phase"] == "ACTIVE"
@@ -256,7 +259,7 @@ def test_inspect_text_says_what_the_step_waits_for_and_how_to_move_it(cli: Cli, 
     assert "Collect-1 waits for any of: timer soon fires in 1 h" in out
     assert "channel votes: 0 queued, needs 2 (two)" in out
     assert "dex skip-timer v Collect-1 --condition-id soon" in out and "dex skip-timer v Collect-1 --index 1" in out
-    assert "dex rpc v NAME --input JSON" in out
+    assert "dex rpc v NAME --input JSON --file votes.py:VoteFlow" in out  # (a file's code is named)
 
 
 def test_steps_without_wait_for_have_no_wait_for_key(cli: Cli) -> None:
@@ -311,7 +314,7 @@ def test_plain_lines_print_the_wait_once_and_its_end(db: Path, cli: Cli, votes: 
     assert any("▶ Collect-1 wait_for attempt 1/" in ln for ln in first)
     assert any("✓ Collect-1 wait_for returned its Wait" in ln for ln in first)
     assert any("○ Collect-1 waiting for any of: timer soon fires in" in ln for ln in first)
-    assert any(ln.endswith("  → dex rpc v vote --input JSON") for ln in first)
+    assert any(ln.endswith("  → dex rpc v vote --input JSON --file votes.py:VoteFlow") for ln in first)
     assert differ.lines(_snap(db, votes)) == []
     cli.ok("skip-timer", votes, "Collect-1", "--index", "1")
     assert any("✓ Collect-1 wait over (completed): #2" in ln for ln in differ.lines(_snap(db, votes)))

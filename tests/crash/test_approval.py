@@ -128,7 +128,8 @@ def test_time_skip_with_only_external_input_left_says_so_and_waits(tmp_path: Pat
         cpu = _cpu_seconds(run.pid)
         time.sleep(1.0)
         assert run.poll() is None and _cpu_seconds(run.pid) - cpu < 0.3
-        assert dex(db, "rpc", "v", "vote", "--input", '"ann"').returncode == 0
+        code = f"{tmp_path / 'votes.py'}:VoteFlow"  # a flow started from a file: `dex rpc` names its code
+        assert dex(db, "rpc", "v", "vote", "--input", '"ann"', "--file", code).returncode == 0
         done = finish(run, timeout=WAIT_SECONDS)
     finally:
         sigkill(run)

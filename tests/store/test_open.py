@@ -183,3 +183,38 @@ def test_a_version_3_database_gets_the_scheduler_indexes_and_the_schedule_reads_
         assert f"USING INDEX {index}" in plans or f"USING COVERING INDEX {index}" in plans, (index, plans)
     scans = re.findall(r"SCAN (\w+)( USING)?", plans)
     assert all(using for _, using in scans), plans  # no table scans, only (partial) index reads
+
+
+# ------------------------------------------------------------------------- read-only opens
+def test_a_read_only_open_writes_nothing(db: Path) -> None:
+    from dexcli.store.errors import DatabaseMissingError, NotADexDatabaseError, ReadOnlyDatabaseError
+
+    with pytest.raises(DatabaseMissingError, match="no dex database"):
+        Store(db, read_only=True)
+    assert not db.exists()
+    db.write_bytes(b"")
+    with pytest.raises(NotADexDatabaseError, match="empty file"):
+        Store(db, read_only=True)
+    assert db.read_bytes() == b""
+    db.unlink()
+    Store(db).close()
+    store = Store(db, read_only=True)
+    try:
+        assert store.list_flows() == []
+        with pytest.raises(ReadOnlyDatabaseError, match="database is read-only"), store.tx() as tx:
+            tx.kv_put("ns", "k", 1)
+    finally:
+        store.close()
+
+
+def test_a_read_only_open_of_an_older_database_upgrades_it_first(db: Path) -> None:
+    """Reading needs the new schema's columns: a database this process may write is upgraded
+    (as any open does), then read."""
+    Store(db).close()
+    raw(db, f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    store = Store(db, read_only=True)
+    try:
+        assert store.list_flows() == []
+    finally:
+        store.close()
+    assert raw(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
