@@ -267,3 +267,35 @@ def test_a_blocking_client_call_on_the_engines_own_loop_is_refused_with_a_clear_
         env.client.start_flow(Child(), "other", "x", TEN_MINUTES)
         result = env.run(BlockingFlow(lambda: env.client), 1, "b")
         assert "use AsyncClient" in result.single_output(str)
+
+
+class Stopper(Step[str]):
+    """Stops another flow through the client, from its handler thread, while the engine runs."""
+
+    def __init__(self, client: Callable[[], Client]) -> None:
+        self.client = client
+
+    def execute(self, context: Context, other: str) -> StepDecision:
+        self.client().stop_flow(other)
+        return graceful_complete(self.client().result(other).status.name)
+
+
+class StopperFlow(Flow[str]):
+    def __init__(self, client: Callable[[], Client]) -> None:
+        self.step = Stopper(client)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(self.step)
+
+
+def test_a_step_stops_another_running_flow_through_the_client() -> None:
+    with DexTestEnv() as env:
+        env.client.start_flow(Forked(), "victim", 1, TEN_MINUTES)
+        env.client.wait_for_step_completion("victim", StepExecutionId("Quick"),
+                                            WaitForStepCompletionOptions(request_timeout=timedelta(minutes=1)))
+        env.client.start_flow(StopperFlow(lambda: env.client), "stopper", "victim", TEN_MINUTES)
+        both = ["victim", "stopper"]
+        env.drive(both, until=lambda: all(not env.client.result(f).status.name == "RUNNING" for f in both))
+        assert env.client.result("stopper").single_output(str) == "CANCELED"
+        assert env.client.result("victim").status.name == "CANCELED"
+        assert not env.engine.runs
