@@ -295,7 +295,7 @@ def test_a_step_stops_another_running_flow_through_the_client() -> None:
                                             WaitForStepCompletionOptions(request_timeout=timedelta(minutes=1)))
         env.client.start_flow(StopperFlow(lambda: env.client), "stopper", "victim", TEN_MINUTES)
         both = ["victim", "stopper"]
-        env.drive(both, until=lambda: all(not env.client.result(f).status.name == "RUNNING" for f in both))
+        env.drive(both, until=lambda: all(env.client.result(f).status.name != "RUNNING" for f in both))
         assert env.client.result("stopper").single_output(str) == "CANCELED"
         assert env.client.result("victim").status.name == "CANCELED"
         assert not env.engine.runs
