@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 class StoreError(Exception):
-    """The database cannot be used: not a dex database, a newer schema, not writable, or an
-    outcome that cannot be recorded. The CLI exits with `exit_code`."""
+    """The database cannot be used: not a dex database, a newer schema, not writable, damaged,
+    or an outcome that cannot be recorded. The CLI exits with `exit_code`: 5, the code of a
+    problem with the environment dex runs in rather than with the command or the flow (the
+    scheme is in `dex --help`; this package imports nothing of dexcli, hence the literal)."""
 
-    exit_code = 2
+    exit_code = 5
 
 
 class DatabaseConditionError(StoreError):
@@ -31,3 +33,9 @@ class ReadOnlyDatabaseError(DatabaseConditionError):
 class DatabaseReplacedError(DatabaseConditionError):
     """The file at the database's path is no longer the one this process opened. Every later
     transaction of the connection fails the same way: nothing more is written to either file."""
+
+
+class DamagedDatabaseError(DatabaseConditionError):
+    """The file is not (or no longer) a whole dex database: SQLite found it malformed, a table
+    or column is missing, or a row holds what dex never writes (text that is not JSON, a status
+    no dex has). The message names the file and, for a row, its table and key."""

@@ -22,6 +22,7 @@ from dexcli.store.records import (
     FlowState,
     Runnable,
     StepRecord,
+    db_of,
     flow_record,
     step_record,
 )
@@ -98,7 +99,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         row = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
-        return None if row is None else flow_record(row)
+        return None if row is None else flow_record(row, db_of(self.c))
 
     def get_flow_numbering(self, flow_id: str, step_type: str) -> tuple[FlowRecord, int, int] | None:
         """The flow, how many steps of `step_type` it has and how many in all (one statement)."""
@@ -106,7 +107,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             f"SELECT {FLOW_COLUMNS}, (SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id), "
             "(SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id AND s.step_type = ?) "
             "FROM flows WHERE flow_id = ?", (step_type, flow_id)).fetchone()
-        return None if row is None else (flow_record(row[:-2]), int(row[-1]), int(row[-2]))
+        return None if row is None else (flow_record(row[:-2], db_of(self.c)), int(row[-1]), int(row[-2]))
 
     def set_flow_outputs(self, flow_id: str, completions: str | None, graceful: bool) -> None:
         """Record collected outputs (when given) and the graceful-completion request."""
@@ -149,7 +150,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
                              (flow_id, seid)).fetchone()
-        return None if row is None else step_record(row)
+        return None if row is None else step_record(row, db_of(self.c))
 
     def lease_step(self, step: StepRecord, owner: str, now: float, heartbeat_deadline: float,
                    attempt_deadline: float) -> bool:
@@ -240,7 +241,8 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             args += flow_ids
         sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
         rows = self.c.execute(sql, (*args, limit)).fetchall()
-        return [Runnable(step_record(r[:-5]), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
+        db = db_of(self.c)
+        return [Runnable(step_record(r[:-5], db), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
@@ -257,7 +259,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         sql = foreign_running(f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
                               "WHERE ", cond)
         args = [owner, *args] * 3
-        return [(step_record(r[:-1]), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
+        return [(step_record(r[:-1], db_of(self.c)), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------
     def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float,
