@@ -10,6 +10,7 @@ import typer
 from dexcli.cli.app import open_store, time_app
 from dexcli.cli.errors import ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
     from dexcli.store import Store
@@ -44,7 +45,7 @@ def time_show(ctx: typer.Context) -> None:
         print("every flow runs on real time (no flow's clock was skipped)")
         return
     for f in skipped:
-        print(f"{f.flow_id}  {f.status.value}  +{format_duration(f.clock_offset)} ahead of real time")
+        print(f"{shown(f.flow_id)}  {f.status.value}  +{format_duration(f.clock_offset)} ahead of real time")
 
 
 def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: str) -> list[str]:

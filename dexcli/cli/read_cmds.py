@@ -15,6 +15,7 @@ from dexcli.cli.app import open_store, out_console, store_now
 from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import UsageError
 from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shown import shown, shown_data
 
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord
@@ -46,7 +47,7 @@ def inspect(
     store = open_store(must_exist=True)
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     flow = store.get_flow(flow_id)
-    _print_timeline(snap, flow.clock_offset if flow is not None else 0.0, svg)
+    _print_timeline(shown_data(snap), flow.clock_offset if flow is not None else 0.0, svg)
 
 
 def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> None:
@@ -62,7 +63,7 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
     if svg is None:
         return
     recorder = Console(record=True, width=console.width, file=io.StringIO(), force_terminal=True,
-                       color_system="truecolor")
+                       color_system="truecolor", markup=False)
     for line in lines:
         recorder.print(line, highlight=False, soft_wrap=True)
     try:
@@ -116,6 +117,7 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
             print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + str(row[-1]))
         return
     from rich.table import Table
+    from rich.text import Text
 
     from dexcli.cli.render import STATUS_STYLE
 
@@ -123,7 +125,8 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
     for col in LIST_HEADERS:
         table.add_column(col, overflow="fold")
     for row in cells:
-        table.add_row(row[0], row[1], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
+        table.add_row(*(Text(c) for c in row[:2]), Text(row[2], style=STATUS_STYLE.get(row[2], "")),
+                      *(Text(c) for c in row[3:]))
     out_console().print(table)
 
 
@@ -170,8 +173,8 @@ def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
         took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
             took += f" (+{format_duration(r.clock_offset)} skipped)"
-        cells.append((r.flow_id, r.flow_type, r.status.value,
-                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, info))
+        cells.append((shown(r.flow_id), shown(r.flow_type), r.status.value,
+                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, shown(info)))
     return cells
 
 
