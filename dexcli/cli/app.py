@@ -38,10 +38,10 @@ __all__ = ["STATE", "app", "db_path", "err_console", "open_store", "out_console"
 # The one scheme of every command; each error class carries its code (exit_code), the handler
 # (shared.exit_for) exits with it. README's "Exit codes" table says the same.
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 the flow failed (FAILED, CANCELED or TERMINATED; an RPC handler "
-                   "raised; a wait timed out), or doctor/lint found problems · 2 usage or bad input · 3 not found · 4 exists but closed or not in a "
-                   "state for that, or exists already · 5 environment: the database is locked, read-only, damaged "
-                   "or the disk full · 70 internal error (a bug in dex) · 130 interrupted · 137 injected crash · "
-                   "141 output closed · 143 terminated (SIGTERM).")
+                   "raised; a wait timed out), or doctor/lint found problems · 2 usage or bad input · 3 not found · "
+                   "4 exists but closed or not in a state for that, or exists already · 5 environment: the database "
+                   "is locked, read-only, damaged or the disk full · 70 internal error (a bug in dex) · "
+                   "130 interrupted · 137 injected crash · 141 output closed · 143 terminated (SIGTERM).")
 
 ENVIRONMENT_HELP = ("Environment: DEX_DB database path · DEX_SYNCHRONOUS NORMAL or FULL · DEX_BUSY_TIMEOUT "
                     "seconds a write waits for another process's write lock (default 30; dex.toml: "

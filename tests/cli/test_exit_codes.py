@@ -77,7 +77,12 @@ def test_a_timer_that_already_fired_exits_4_one_that_does_not_exist_3(cli, db):
 def _dex_with(db: Path, patch: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real `dex` entry point (dexcli.cli.main.main) in a process of its own, after `patch`
     (Python run first: it plants the bug)."""
-    code = textwrap.dedent(patch) + "\nimport sys\nfrom dexcli.cli.main import main\nsys.argv = ['dex', *sys.argv[1:]]\nmain()\n"
+    code = textwrap.dedent(patch) + textwrap.dedent("""
+        import sys
+        from dexcli.cli.main import main
+        sys.argv = ['dex', *sys.argv[1:]]
+        main()
+        """)
     return subprocess.run([sys.executable, "-c", code, *args], env={**subprocess_env(db), **(env or {})},
                           capture_output=True, text=True, timeout=60)
 
