@@ -23,13 +23,19 @@ def shown(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+# Values the renderers parse rather than print (a traceback, for its innermost file:line): kept
+# as stored, and what is printed of them goes through `shown` (dexcli.cli.render.error_place).
+PARSED_KEYS = frozenset({"stackTrace"})
+
+
 def shown_data(value: Any) -> Any:
     """A snapshot (the `inspect --json` shape) with every string in it, keys included, `shown`:
     what the renderers read, so that no path of a view prints stored text raw."""
     if isinstance(value, str):
         return shown(value)
     if isinstance(value, dict):
-        return {shown(k) if isinstance(k, str) else k: shown_data(v) for k, v in value.items()}
+        return {shown(k) if isinstance(k, str) else k: v if k in PARSED_KEYS else shown_data(v)
+                for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [shown_data(v) for v in value]
     return value
