@@ -54,13 +54,19 @@ class Cursor(sqlite3.Cursor):
         try:
             return super().fetchall()
         except sqlite3.DatabaseError as exc:
-            conn = self.connection
-            failure = condition_error(exc, getattr(conn, "db_path", ":memory:"), getattr(conn, "busy_timeout", 0.0))
-            if failure is None:
-                raise
-            if isinstance(conn, Connection):
-                conn._failed(failure)
-            raise failure from exc
+            self._fail(exc)
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.DatabaseError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: sqlite3.DatabaseError) -> NoReturn:
+        conn = self.connection
+        if not isinstance(conn, Connection):
+            raise exc
+        conn._raise_condition(exc, False)
 
 
 _cursor = sqlite3.Connection.cursor

@@ -227,6 +227,14 @@ def damaged_row(db: str, table: str, key: str, what: str) -> DamagedDatabaseErro
     return DamagedDatabaseError(f"the database {db} is damaged: table {table} row {key}: {what}")
 
 
+def json_value(text: Any, db: str, table: str, key: str, column: str = "value") -> Any:
+    """A JSON column of a row read outside the records (attributes, channel messages, kv), parsed."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise damaged_row(db, table, key, f"{column} is not JSON ({exc})") from None
+
+
 def _checked(values: list[Any], json_columns: tuple[int, ...], record: type[Any], db: str, table: str,
              key: str) -> None:
     """Every JSON column of a row parses: a row damaged outside dex is refused here, naming it,

@@ -24,6 +24,7 @@ from dexcli.store.records import (
     StepRecord,
     db_of,
     flow_record,
+    json_value,
     step_record,
 )
 from dexcli.store.tx_attributes import AttributeStatements
@@ -332,7 +333,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     # --- kv: small state a flow package owns (dexcli.host) --------------------------------
     def kv_get(self, ns: str, key: str) -> Any:
         text = scalar(self.c, "SELECT value FROM kv WHERE ns = ? AND key = ?", (ns, key))
-        return None if text is None else json.loads(text)
+        return None if text is None else json_value(text, db_of(self.c), "kv", f"{ns!r} {key!r}")
 
     def kv_put(self, ns: str, key: str, value: Any) -> None:
         self.c.execute("INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from dexcli.store.records import STEP_COLUMNS, StepRecord, db_of, step_record
+from dexcli.store.records import STEP_COLUMNS, StepRecord, db_of, json_value, step_record
 
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
 
@@ -80,7 +80,10 @@ class WaitStatements:
         args: tuple[Any, ...] = (flow_id,)
         if queue is not None:
             sql, args = sql + " AND channel = ?", (flow_id, queue)
-        return [(r[0], r[1], r[2]) for r in self.c.execute(sql + " ORDER BY seq", args).fetchall()]
+        rows = self.c.execute(sql + " ORDER BY seq", args).fetchall()
+        for _queue, mid, value in rows:  # the views decode them: a damaged one is named here
+            json_value(value, db_of(self.c), "channel_messages", f"{flow_id!r} {mid!r}")
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def delete_message(self, flow_id: str, message_id: str) -> bool:
         cur = self.c.execute("DELETE FROM channel_messages WHERE flow_id = ? AND message_id = ?", (flow_id, message_id))

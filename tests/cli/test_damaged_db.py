@@ -126,3 +126,15 @@ def test_a_database_overwritten_under_a_live_run(tmp_path):
     assert "Traceback" not in res.stdout + res.stderr
     assert "FAILED" not in res.stdout, res.stdout  # the flow did not fail: its database went away
     assert line
+
+
+def test_bad_json_in_an_attribute(tmp_path):
+    db = tmp_path / "dex.db"
+    res = dex(db, "run", "payment", "--flow-id", "pay", "--input", '{"payment_id": "p", "amount": 5}', "--time-skip")
+    assert res.returncode == 0, res.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE attributes SET value = 'settled' WHERE key = 'payment_state'")
+    conn.close()
+    for args in (["inspect", "pay"], ["inspect", "pay", "--json"]):
+        one_line(dex(db, *args), f"the database {db} is damaged", "table attributes row 'pay' 'payment_state'",
+                 "value is not JSON")
