@@ -79,7 +79,7 @@ def time_skip(duration: str = typer.Argument(..., help="How far to move the cloc
     if not moved:
         print("no running flow to move")
     for fid, offset in moved.items():
-        print(f"{fid}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
+        print(f"{shown(fid)}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
 
 
 @time_app.command("reset")
@@ -94,5 +94,5 @@ def time_reset(flow_ids: list[str] = typer.Argument(None, metavar="[FLOW_ID]..."
     store = open_store()
     for fid in _flows_to_move(store, flow_ids or [], all_running, "reset"):
         offset = store.reset_flow_clock(fid)
-        print(f"{fid}: " + (f"back on real time (its times moved back {format_duration(offset)})"
-                            if offset else "already on real time"))
+        print(f"{shown(fid)}: " + (f"back on real time (its times moved back {format_duration(offset)})"
+                                   if offset else "already on real time"))
