@@ -241,12 +241,22 @@ def _checked(values: list[Any], json_columns: tuple[int, ...], record: type[Any]
     instead of failing later in whatever decodes it."""
     for i in json_columns:
         text = values[i]
-        if text is None:
+        if text is None or text in _SEEN_JSON:
             continue
         try:
             json.loads(text)
         except (TypeError, ValueError) as exc:
             raise damaged_row(db, table, key, f"{fields(record)[i].name} is not JSON ({exc})") from None
+        if len(text) <= _SEEN_MAX_LEN:
+            if len(_SEEN_JSON) >= _SEEN_MAX:
+                _SEEN_JSON.clear()
+            _SEEN_JSON.add(text)
+
+
+# Short JSON texts already parsed: most repeat (a step type's options, `{}`, `[]`, small inputs),
+# and the scheduler reads the same rows pass after pass; a set lookup costs far less than a parse.
+_SEEN_JSON: set[str] = set()
+_SEEN_MAX, _SEEN_MAX_LEN = 4096, 1024
 
 
 def _state(kind: type[_E], value: Any, db: str, table: str, key: str, column: str) -> _E:
