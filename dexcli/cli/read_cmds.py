@@ -188,7 +188,7 @@ def flows() -> None:
 
 
 def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:
-    """Check the database's invariants and report each breach (exit 1 if any)."""
+    """Check the database's invariants and report each breach (exit 1 if any; 5 if the file is damaged)."""
     from dexcli.engine.doctor import check
 
     store = open_store(must_exist=True)

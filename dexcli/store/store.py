@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from dexcli.store.clocks import rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
-from dexcli.store.errors import DatabaseConditionError
+from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
 from dexcli.store.records import (
     ATTEMPT_COLUMNS,
@@ -150,6 +150,14 @@ class Store:
             return rebase_flow(tx.c, flow_id)
 
     # --- reads ----------------------------------------------------------------------------
+    def check_integrity(self) -> None:
+        """DamagedDatabaseError unless SQLite finds every page and index of the file sound
+        (`PRAGMA quick_check`: it reads the whole file, for `dex doctor`)."""
+        found = [str(r[0]) for r in self._rows("PRAGMA quick_check(20)")]
+        if found != ["ok"]:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise DamagedDatabaseError(f"the database {self.path} is damaged: {found[0]}{more}")
+
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,))
         return flow_record(rows[0], self.path) if rows else None

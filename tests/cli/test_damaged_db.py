@@ -138,3 +138,19 @@ def test_bad_json_in_an_attribute(tmp_path):
     for args in (["inspect", "pay"], ["inspect", "pay", "--json"]):
         one_line(dex(db, *args), f"the database {db} is damaged", "table attributes row 'pay' 'payment_state'",
                  "value is not JSON")
+
+
+def test_doctor_finds_a_damaged_page_no_other_read_touches(healthy, tmp_path):
+    """A zeroed page of an index that neither `list` nor the flows' own reads use: only a check
+    of the whole file finds it."""
+    db = tmp_path / "dex.db"
+    db.write_bytes(healthy.read_bytes())
+    with sqlite3.connect(db) as conn:
+        page = conn.execute("SELECT pageno FROM dbstat WHERE name = 'flows_by_type'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(bytes(size))
+    assert dex(db, "list").returncode == 0
+    one_line(dex(db, "doctor"), f"the database {db} is damaged")
