@@ -259,7 +259,8 @@ _SEEN_JSON: set[str] = set()
 _SEEN_MAX, _SEEN_MAX_LEN = 4096, 1024
 
 
-def _state(kind: type[_E], value: Any, db: str, table: str, key: str, column: str) -> _E:
+def stored_state(kind: type[_E], value: Any, db: str, table: str, key: str, column: str) -> _E:
+    """A state column read as its enum; a value no dex writes is damage, named."""
     try:
         return kind(value)
     except ValueError:
@@ -272,7 +273,7 @@ def flow_record(row: tuple[Any, ...], db: str) -> FlowRecord:
     values = list(row)
     key = repr(values[0])
     _checked(values, _FLOW_JSON, FlowRecord, db, "flows", key)
-    values[4], values[11] = _state(FlowState, values[4], db, "flows", key, "status"), bool(values[11])
+    values[4], values[11] = stored_state(FlowState, values[4], db, "flows", key, "status"), bool(values[11])
     return FlowRecord(*values)
 
 
@@ -280,15 +281,15 @@ def step_record(row: tuple[Any, ...], db: str) -> StepRecord:
     values = list(row)
     key = f"{values[0]!r} {values[1]!r}"
     _checked(values, _STEP_JSON, StepRecord, db, "steps", key)
-    values[7], values[19] = _state(StepState, values[7], db, "steps", key, "status"), bool(values[19])
-    values[23], values[30] = _state(Method, values[23], db, "steps", key, "method"), bool(values[30])
+    values[7], values[19] = stored_state(StepState, values[7], db, "steps", key, "status"), bool(values[19])
+    values[23], values[30] = stored_state(Method, values[23], db, "steps", key, "method"), bool(values[30])
     return StepRecord(*values)
 
 
 def attempt_record(row: tuple[Any, ...], db: str) -> AttemptRecord:
     values = list(row)
     key = f"{values[0]!r} {values[1]!r} attempt {values[2]}"
-    values[6] = _state(AttemptOutcome, values[6], db, "attempts", key, "outcome")
+    values[6] = stored_state(AttemptOutcome, values[6], db, "attempts", key, "outcome")
     return AttemptRecord(*values)
 
 

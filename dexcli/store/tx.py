@@ -26,6 +26,7 @@ from dexcli.store.records import (
     flow_record,
     json_value,
     step_record,
+    stored_state,
 )
 from dexcli.store.tx_attributes import AttributeStatements
 from dexcli.store.tx_runs import RunStatements
@@ -243,7 +244,8 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
         rows = self.c.execute(sql, (*args, limit)).fetchall()
         db = db_of(self.c)
-        return [Runnable(step_record(r[:-5], db), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
+        return [Runnable(step_record(r[:-5], db), stored_state(FlowState, r[-5], db, "flows", repr(r[0]), "status"),
+                         r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:

@@ -154,3 +154,15 @@ def test_doctor_finds_a_damaged_page_no_other_read_touches(healthy, tmp_path):
         f.write(bytes(size))
     assert dex(db, "list").returncode == 0
     one_line(dex(db, "doctor"), f"the database {db} is damaged")
+
+
+def test_a_worker_meets_a_flow_with_an_unknown_status(tmp_path):
+    from tests.cli.cli_helpers import start_flow
+
+    db = tmp_path / "dex.db"
+    start_flow(db, "three-steps", "queued", input=1)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE flows SET status = 'PAUSED'")
+    conn.close()
+    one_line(dex(db, "worker", "--until-idle"), f"the database {db} is damaged", "table flows row 'queued'",
+             "status 'PAUSED'")
