@@ -10,6 +10,7 @@ import typer
 from dexcli.cli.app import open_store, time_app
 from dexcli.cli.errors import ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
     from dexcli.store import Store
@@ -43,14 +44,15 @@ def time_show(ctx: typer.Context,
 
     store = open_store(read_only=True)
     skipped = [f for f in store.list_flows(None, None, 1000) if f.clock_offset]
-    shown = [f for f in skipped if all_flows or f.is_running]
-    hidden = len(skipped) - len(shown)
+    listed = [f for f in skipped if all_flows or f.is_running]
+    hidden = len(skipped) - len(listed)
     if not skipped:
         print("every flow runs on real time (no flow's clock was skipped)")
         return
-    if not shown:
+    if not listed:
         print("every running flow runs on real time")
-    cells = [(f.flow_id, f.status.value, f"+{format_duration(f.clock_offset)} ahead of real time") for f in shown]
+    cells = [(shown(f.flow_id), f.status.value, f"+{format_duration(f.clock_offset)} ahead of real time")
+             for f in listed]
     widths = [max((len(c[i]) for c in cells), default=0) for i in range(2)]
     for fid, status, ahead in cells:
         print(f"{fid:<{widths[0]}}  {status:<{widths[1]}}  {ahead}")
@@ -90,7 +92,7 @@ def time_skip(duration: str = typer.Argument(..., help="How far to move the cloc
     if not moved:
         print("no running flow to move")
     for fid, offset in moved.items():
-        print(f"{fid}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
+        print(f"{shown(fid)}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
 
 
 @time_app.command("reset")
@@ -105,5 +107,5 @@ def time_reset(flow_ids: list[str] = typer.Argument(None, metavar="[FLOW_ID]..."
     store = open_store()
     for fid in _flows_to_move(store, flow_ids or [], all_running, "reset"):
         offset = store.reset_flow_clock(fid)
-        print(f"{fid}: " + (f"back on real time (its times moved back {format_duration(offset)})"
-                            if offset else "already on real time"))
+        print(f"{shown(fid)}: " + (f"back on real time (its times moved back {format_duration(offset)})"
+                                   if offset else "already on real time"))

@@ -23,6 +23,7 @@ from dexcli.cli.shared import (
     STATE,
     db_path,
     err_console,
+    exit_for,
     open_store,
     out_console,
     print_error,
@@ -34,13 +35,17 @@ from dexcli.cli.shared import (
 __all__ = ["STATE", "app", "db_path", "err_console", "open_store", "out_console", "store_now", "time_app",
            "user_error_types", "view_mode"]
 
-EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
-                   "3 not found · 4 conflict · 130 interrupted · 137 injected crash · 141 output closed · "
-                   "143 terminated (SIGTERM).")
+# The one scheme of every command; each error class carries its code (exit_code), the handler
+# (shared.exit_for) exits with it. README's "Exit codes" table says the same.
+EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 the flow failed (FAILED, CANCELED or TERMINATED; an RPC handler "
+                   "raised; a wait timed out), or doctor/lint found problems · 2 usage or bad input · 3 not found · "
+                   "4 exists but closed or not in a state for that, or exists already · 5 environment: the database "
+                   "is locked, read-only, damaged or the disk full · 70 internal error (a bug in dex) · "
+                   "130 interrupted · 137 injected crash · 141 output closed · 143 terminated (SIGTERM).")
 
 ENVIRONMENT_HELP = ("Environment: DEX_DB database path · DEX_SYNCHRONOUS NORMAL or FULL · DEX_BUSY_TIMEOUT "
                     "seconds a write waits for another process's write lock (default 30; dex.toml: "
-                    "busy_timeout) · NO_COLOR.")
+                    "busy_timeout) · DEX_DEBUG=1 a traceback with an internal error · NO_COLOR.")
 
 
 def _click_exceptions() -> Any:
@@ -116,9 +121,7 @@ class DexGroup(FullHelpGroup):
                 hint = f" (see `{ctx.command_path} --help`)"
             print_error(f"{e.format_message()}{hint}", e.exit_code)
         except Exception as e:
-            if not isinstance(e, user_error_types()):
-                raise
-            print_error(str(e), getattr(e, "exit_code", 2))
+            exit_for(e)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx: Any) -> list[str]:

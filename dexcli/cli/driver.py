@@ -26,6 +26,7 @@ from dexcli.cli.errors import CliError
 from dexcli.cli.foreign_events import ForeignEvents, print_json
 from dexcli.cli.loader import load_ref
 from dexcli.cli.render import Hanging, LineDiffer, final_card, header, live_view
+from dexcli.cli.shown import shown_data
 from dexcli.cli.stopping import (
     CLOSED,
     EXIT_OUTPUT_CLOSED,
@@ -108,8 +109,13 @@ class View:
     def snapshot(self) -> dict[str, Any]:
         return inspect_flow(self._store, self.flow_id, self.clock.now())
 
+    def shown_snapshot(self) -> dict[str, Any]:
+        """The snapshot as the views print it (stored text escaped: dexcli.cli.shown)."""
+        snap: dict[str, Any] = shown_data(self.snapshot())
+        return snap
+
     def _render(self) -> Any:
-        return live_view(self.snapshot(), str(self.db), self.clock.offset, self.hints, self.rpcs)
+        return live_view(self.shown_snapshot(), str(self.db), self.clock.offset, self.hints, self.rpcs)
 
     def _output(self, write: Callable[[], object]) -> None:
         """Write to stdout unless its reader went away; a closed pipe is reported once
@@ -132,7 +138,7 @@ class View:
 
     def _print_lines(self) -> None:
         with self._lock:
-            lines = self._differ.lines(self.snapshot())
+            lines = self._differ.lines(self.shown_snapshot())
 
             def write() -> None:
                 for line in lines:
@@ -169,7 +175,7 @@ class View:
             self._thread = threading.Thread(target=self._poll_live, daemon=True)
             self._thread.start()
         elif self.mode == "lines":
-            head = header(self.snapshot(), str(self.db), self.clock.offset)
+            head = header(self.shown_snapshot(), str(self.db), self.clock.offset)
             self._output(lambda: self.console.print(head, highlight=False))
             self._thread = threading.Thread(target=self._poll_lines, daemon=True)
             self._thread.start()
@@ -184,14 +190,15 @@ class View:
         if self._thread is not None:
             self._thread.join(timeout=2)
         snap = self.snapshot()
+        view = shown_data(snap)
         if self._live is not None:
-            self._live.update(live_view(snap, str(self.db), self.clock.offset, self.hints, self.rpcs),
+            self._live.update(live_view(view, str(self.db), self.clock.offset, self.hints, self.rpcs),
                               refresh=True)
             self._live.stop()
         elif self.mode == "lines":
             self._print_lines()
         if final and self.mode in ("live", "lines") and snap["summary"]["flowStatus"] != "RUNNING":
-            self._output(lambda: self.console.print(final_card(snap), highlight=False))
+            self._output(lambda: self.console.print(final_card(view), highlight=False))
         if self.mode == "json":
             self._output(lambda: print(json.dumps(snap), flush=True))
         return snap

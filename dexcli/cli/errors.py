@@ -26,6 +26,12 @@ class NotFoundError(CliError):
 
 
 class ConflictError(CliError):
-    """The thing to create exists already (a flow id, dex.toml): exit 4."""
+    """The thing to create exists already (a flow id, dex.toml), or the thing named exists but is
+    closed or not in a state for that (a flow that has ended): exit 4."""
 
     exit_code = 4
+
+
+# The exit codes of the scheme that no error class carries (`dex --help` lists them all).
+EXIT_ENVIRONMENT = 5  # the database or the machine: locked, read-only, disk full, damaged (StoreError)
+EXIT_INTERNAL = 70  # an unexpected exception: a bug in dex (EX_SOFTWARE of sysexits.h)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from dexcli.cli.shared import STATE, open_store, out_console, print_error, store_now, user_error_types
+from dexcli.cli.shared import STATE, exit_for, open_store, out_console, store_now
 
 
 def show_inspect(flow_id: str, json_out: bool) -> None:
@@ -28,9 +28,10 @@ def show_inspect(flow_id: str, json_out: bool) -> None:
         print(json.dumps(snap, indent=2))
         return
     from dexcli.cli.render_inspect import inspect_view
+    from dexcli.cli.shown import shown_data
 
     flow = store.get_flow(flow_id)
-    out_console().print(inspect_view(snap, flow.clock_offset if flow is not None else 0.0))
+    out_console().print(inspect_view(shown_data(snap), flow.clock_offset if flow is not None else 0.0))
 
 
 def parse(args: list[str]) -> tuple[str | None, str, bool] | None:
@@ -77,7 +78,5 @@ def run(args: list[str]) -> bool:
         silence_stdout()
         sys.exit(EXIT_OUTPUT_CLOSED)
     except Exception as e:
-        if not isinstance(e, user_error_types()):
-            raise
-        print_error(str(e), getattr(e, "exit_code", 2))
+        exit_for(e)
     sys.exit(0)

@@ -14,6 +14,7 @@ from dexcli.cli.app import open_store, out_console, store_now
 from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import UsageError
 from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shown import shown, shown_data
 
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord
@@ -53,7 +54,7 @@ def inspect(
     store = open_store(read_only=True)
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     flow = store.get_flow(flow_id)
-    _print_timeline(snap, flow.clock_offset if flow is not None else 0.0, svg)
+    _print_timeline(shown_data(snap), flow.clock_offset if flow is not None else 0.0, svg)
 
 
 def _show_history(flow_id: str, step: str | None, json_out: bool, history: bool, timeline: bool) -> None:
@@ -137,6 +138,7 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
             print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + str(row[-1]))
         return
     from rich.table import Table
+    from rich.text import Text
 
     from dexcli.cli.render import STATUS_STYLE
 
@@ -158,7 +160,8 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
     for i, w in shown.items():
         table.add_column(LIST_HEADERS[i], no_wrap=True, min_width=w, max_width=w, overflow="ellipsis")
     for row in rows:
-        styled = (*row[:2], f"[{STATUS_STYLE.get(row[2], '')}]{row[2]}[/]", *row[3:])
+        styled = (*(Text(c) for c in row[:2]), Text(row[2], style=STATUS_STYLE.get(row[2], "")),
+                  *(Text(c) for c in row[3:]))
         table.add_row(*(styled[i] for i in shown))
     console.print(table)
     if narrow and any(SKIPPED in r[4] for r in cells):
@@ -208,8 +211,8 @@ def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
         took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
             took += f" (+{format_duration(r.clock_offset)}{SKIPPED}"
-        cells.append((r.flow_id, r.flow_type, r.status.value,
-                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, info))
+        cells.append((shown(r.flow_id), shown(r.flow_type), r.status.value,
+                      datetime.fromtimestamp(r.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), took, shown(info)))
     return cells
 
 
@@ -224,7 +227,7 @@ def flows() -> None:
 
 
 def doctor(flow_id: str | None = typer.Argument(None, help="Check one flow (default: all).")) -> None:
-    """Check the database's invariants and report each breach (exit 1 if any)."""
+    """Check the database's invariants and report each breach (exit 1 if any; 5 if the file is damaged)."""
     from dexcli.cli.shared import warn_if_exposed
     from dexcli.engine.doctor import check
 

@@ -16,6 +16,7 @@ from rich.text import Text
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import format_duration
+from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
     from dexcli.plugins import Hint
@@ -41,7 +42,7 @@ def error_place(attempt: dict[str, Any]) -> str:
     from dexcli.graph.lint import short_path
 
     place = innermost_place(attempt.get("stackTrace"))
-    return f" at {short_path(place)}" if place else ""
+    return f" at {shown(short_path(place))}" if place else ""
 
 
 def parse_iso(s: str | None) -> float | None:

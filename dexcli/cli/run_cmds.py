@@ -18,6 +18,7 @@ from dexcli.cli.app import err_console, open_store, out_console, store_now, view
 from dexcli.cli.completion import complete_flow_id, complete_flow_name, complete_running_flow_id
 from dexcli.cli.errors import ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shown import shown_data
 from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
     if json_out:
         print(json.dumps(snap))
     else:
-        out_console().print(final_card(snap))
+        out_console().print(final_card(shown_data(snap)))
         print(f"(flow {flow_id} had already ended; nothing to resume)")
 
 
@@ -276,7 +277,6 @@ def stop(
 ) -> None:
     """Stop a running flow (CANCELED, TERMINATED, or FAILED with CLIENT_API_FAILED)."""
     from dexcli.cli.driver import build_engine
-    from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 
     kinds = {"cancel": "CANCEL", "terminate": "TERMINATE", "fail": "FAIL"}
     if type_.lower() not in kinds:
@@ -284,10 +284,7 @@ def stop(
     store = open_store(must_exist=True)
     try:
         flow_or_not_found(store, flow_id)
-        try:
-            build_engine(store, time_skip=False).stop_flow(flow_id, kinds[type_.lower()], reason)
-        except FlowNotActiveOrNotFoundError as exc:
-            raise UsageError(str(exc)) from None
+        build_engine(store, time_skip=False).stop_flow(flow_id, kinds[type_.lower()], reason)  # closed: exit 4
     finally:
         store.close()
     print(f"flow {flow_id} stopped ({kinds[type_.lower()].lower()})")

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dexcli.cli.errors import CliError, NotFoundError
+from dexcli.cli.errors import EXIT_INTERNAL, CliError, NotFoundError
 from dexcli.sdk.errors import DexError
 
 if TYPE_CHECKING:
@@ -40,8 +40,25 @@ def user_error_types() -> tuple[type[Exception], ...]:
 
 
 def print_error(message: str, code: int) -> NoReturn:
-    print(f"dex: error: {message.replace(chr(10), ' ')}", file=sys.stderr)
+    from dexcli.cli.shown import shown
+
+    print(f"dex: error: {shown(message.replace(chr(10), ' '))}", file=sys.stderr)
     sys.exit(code)
+
+
+def exit_for(exc: Exception) -> NoReturn:
+    """The one way a command that raised ends: a user's error (CLI, SDK, store) as its one line
+    and its class's exit code; anything else is a bug in dex, one line and EXIT_INTERNAL — never
+    1, which says the flow failed. DEX_DEBUG=1 prints the traceback first."""
+    if isinstance(exc, user_error_types()):
+        print_error(str(exc), getattr(exc, "exit_code", EXIT_INTERNAL))
+    if os.environ.get("DEX_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    print_error(f"internal error: {what} (a bug in dex: please report it; DEX_DEBUG=1 shows the traceback)",
+                EXIT_INTERNAL)
 
 
 def _no_color() -> bool:
@@ -69,14 +86,16 @@ def out_console() -> Console:
     width = None
     if not sys.stdout.isatty():  # pipes and files: do not wrap at 80 columns
         width = int(os.environ.get("COLUMNS", "0") or 0) or 160
-    console: Console = _out_console_class()(no_color=_no_color(), highlight=False, soft_wrap=False, width=width)
+    # markup off: a `[bold]` in stored text prints as written (dex styles with Text, never markup)
+    console: Console = _out_console_class()(no_color=_no_color(), highlight=False, soft_wrap=False, width=width,
+                                            markup=False)
     return console
 
 
 def err_console() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, no_color=_no_color(), highlight=False, soft_wrap=True)
+    return Console(stderr=True, no_color=_no_color(), highlight=False, soft_wrap=True, markup=False)
 
 
 def db_path() -> Path:

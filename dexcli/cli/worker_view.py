@@ -15,6 +15,7 @@ from dexcli.cli.driver import (
     _stop_when_output_closes,
     json_listener,
 )
+from dexcli.cli.shown import shown
 from dexcli.cli.stopping import (
     CLOSED,
     EXIT_OUTPUT_CLOSED,
@@ -41,11 +42,12 @@ def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener
         if mode == "json":
             json_listener(ev)
         elif ev.type == "flowClosed":
-            console.print(f"{ev.flow_id}: {ev.data['status']}"
-                          + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else ""), highlight=False)
+            console.print(shown(f"{ev.flow_id}: {ev.data['status']}"
+                                + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else "")),
+                          highlight=False)
         elif ev.type == "attemptFailed":
-            console.print(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
-                          f"{ev.data['outcome'].lower()}: {ev.data['errorType']}", highlight=False)
+            console.print(shown(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
+                                f"{ev.data['outcome'].lower()}: {ev.data['errorType']}"), highlight=False)
 
     return on_event
 

@@ -7,7 +7,8 @@
   - counts match history: COMPLETED steps = StepExecuteCompleted events, FAILED steps =
     StepExecuteFailed events, one FlowClosed exactly when the flow is closed;
   - a closed flow has nothing queued or running; a RUNNING flow has something queued,
-    running or backing off, unless every branch dead-ended.
+    running or backing off, unless every branch dead-ended;
+  - and first, that SQLite finds the file whole (`PRAGMA quick_check`).
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def _kind(step: StepRecord) -> Any:
 
 
 def check(store: Store, flow_id: str | None = None) -> tuple[list[str], int]:
+    """The breaches of these invariants, and how many flows were checked. A file damaged below
+    them (a page, an index no read of the flows touches) raises DamagedDatabaseError first."""
+    store.check_integrity()
     flows = [store.get_flow(flow_id)] if flow_id else store.list_flows(limit=10**9)
     problems: list[str] = []
     for f in flows:

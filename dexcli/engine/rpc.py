@@ -31,6 +31,7 @@ from dexcli.sdk.errors import (
     ChannelMessageNotFoundError,
     ChannelMessagesNotLoadedError,
     FlowCodeError,
+    FlowEndedError,
     FlowNotActiveOrNotFoundError,
     InvalidStepResultError,
     RpcLockConflictError,
@@ -186,7 +187,7 @@ def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec, options: RPCInvokeOptions
     holder, keys = None, lock_keys(spec, options)
     if keys:
         if not flow.is_running:
-            raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} takes locks")
+            raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} takes locks")
         holder = f"rpc:{spec.name}:{uuid.uuid4().hex[:8]}"
         conflict = tx.try_locks(flow_id, keys, holder, now, now + spec.timeout + LOCK_GRACE_SECONDS)
         if conflict is not None:
@@ -304,9 +305,10 @@ def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContex
            definitions: Definitions, now: float, transactional: bool) -> RpcApplied:
     """Apply the RPC's effects and record RpcExecutionCompleted, in the caller's transaction."""
     flow = tx.get_flow(flow_id)
-    if flow is None or not flow.is_running:
-        state = "not found" if flow is None else f"{flow.status.value}"
-        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}: RPC {spec.name} has effects to commit")
+    if flow is None:
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is not found: RPC {spec.name} has effects to commit")
+    if not flow.is_running:
+        raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} has effects to commit")
     for mid in ctx.effects.deletes:
         if not tx.delete_message(flow_id, mid) and transactional:
             raise ChannelMessageNotFoundError(f"channel message {mid} no longer exists")

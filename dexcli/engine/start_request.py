@@ -24,7 +24,18 @@ def new_flow_id(flow_type: str) -> str:
 
 
 class InvalidFlowIdError(ValueMappingError):
-    """A flow id dex cannot store (empty, or with '/', '$' or ':')."""
+    """A flow id dex cannot store (empty, or with '/', '$' or ':'), or one it will not print: with a
+    control or other non-printable character (ESC, BEL, a newline), which every view that shows
+    the id would send to the terminal."""
+
+
+def _flow_id_problem(flow_id: str) -> str | None:
+    if not flow_id or any(c in flow_id for c in "/$:"):
+        return "must be non-empty and contain no '/', '$' or ':'"
+    bad = next((c for c in flow_id if not c.isprintable()), None)
+    if bad is not None:
+        return f"contains the non-printable character {bad!r} (U+{ord(bad):04X}): use letters, digits and punctuation"
+    return None
 
 
 def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
@@ -37,8 +48,9 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     if start is None:
         raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
     flow_id = new_flow_id(definition.flow_type) if flow_id is None else flow_id
-    if not flow_id or any(c in flow_id for c in "/$:"):
-        raise InvalidFlowIdError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
+    problem = _flow_id_problem(flow_id)
+    if problem is not None:
+        raise InvalidFlowIdError(f"flow id {flow_id!r} {problem}")
     try:
         input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
     except ValueMappingError as exc:

@@ -26,14 +26,21 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, lease, unlock
 from dexcli.sdk.decisions import DecisionKind
-from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
+from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import AttemptOutcome, Runnable, StepRecord, StepState, Tx
 
 
 class TimerNotFoundError(FlowNotActiveOrNotFoundError):
-    """skip_timer named a step execution that is not waiting, or a timer it does not have."""
+    """skip_timer named a step execution, or a timer of it, that does not exist (exit 3)."""
+
+
+class TimerNotPendingError(TimerNotFoundError):
+    """skip_timer named a step execution that is not waiting, or a timer that already fired:
+    they exist, but not in a state for that (exit 4, as a closed flow)."""
+
+    exit_code = 4
 
 
 def uuid7() -> str:
@@ -194,20 +201,22 @@ def skip_timer(tx: Tx, flow_id: str, seid: str, condition_id: str | None, index:
                definitions: Definitions, now: float, owner: str | None) -> Woken | None:
     """Make a pending timer of a waiting step ready now; then evaluate the step."""
     flow = tx.get_flow(flow_id)
-    if flow is None or not flow.is_running:
-        state = "not found" if flow is None else f"already {flow.status.value}"
-        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}")
+    if flow is None:
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is not found")
+    if not flow.is_running:
+        raise FlowEndedError(f"flow {flow_id} is already {flow.status.value}")
     step = tx.get_step(flow_id, seid)
-    if step is None or step.status is not StepState.WAITING or step.wait is None:
-        what = "does not exist" if step is None else f"is not waiting ({step.status.value})"
-        raise TimerNotFoundError(f"step execution {seid} of flow {flow_id} {what}")
+    if step is None:
+        raise TimerNotFoundError(f"step execution {seid} of flow {flow_id} does not exist")
+    if step.status is not StepState.WAITING or step.wait is None:
+        raise TimerNotPendingError(f"step execution {seid} of flow {flow_id} is not waiting ({step.status.value})")
     wait = json.loads(step.wait)
     timer = w.find_timer(wait, condition_id, index)
     which = f"condition id {condition_id!r}" if condition_id is not None else f"index {index}"
     if timer is None:
         raise TimerNotFoundError(f"{seid} has no timer with {which}")
     if timer["skipped"] or w.timer_ready(timer, now):
-        raise TimerNotFoundError(f"the timer with {which} of {seid} is not pending (it already fired)")
+        raise TimerNotPendingError(f"the timer with {which} of {seid} is not pending (it already fired)")
     timer["skipped"] = True
     text = json.dumps(wait)
     tx.set_wait(flow_id, seid, text, w.next_timer(wait, now))

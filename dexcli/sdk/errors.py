@@ -1,4 +1,7 @@
-"""Errors a flow author or a client can see. One base class; the CLI maps each to an exit code."""
+"""Errors a flow author or a client can see. One base class; the CLI exits with each one's
+`exit_code`, in the scheme `dex --help` documents: 1 the flow's own failure (a handler raised,
+a wait timed out), 2 usage or bad input, 3 not found, 4 exists but closed or not in a state for
+that (a conflict)."""
 
 from __future__ import annotations
 
@@ -44,6 +47,12 @@ class FlowNotFoundError(DexServiceError):
 class FlowNotActiveOrNotFoundError(DexServiceError):
     exit_code = 3
 
+
+class FlowEndedError(FlowNotActiveOrNotFoundError):
+    """The flow exists but has closed (COMPLETED, FAILED, ...): it takes no stop, timer skip or
+    RPC effects. What every command exits with for a closed flow: 4, as for a conflict."""
+
+    exit_code = 4
 
 
 class LongPollTimeoutError(DexServiceError):

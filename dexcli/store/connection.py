@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dexcli.store.errors import (
+    DamagedDatabaseError,
     DatabaseConditionError,
     DatabaseLockedError,
     DatabaseMissingError,
@@ -45,11 +46,30 @@ IDENTITY_CHECK_INTERVAL = 0.5
 
 class Cursor(sqlite3.Cursor):
     """fetchone() that finishes the statement: an unfinished SELECT would keep its read
-    snapshot open in WAL mode, and this connection would stop seeing other processes' commits."""
+    snapshot open in WAL mode, and this connection would stop seeing other processes' commits.
+    A row that cannot be read (a damaged page) fails as the statement would (`condition_error`)."""
 
     def fetchone(self) -> Any:
         rows = self.fetchall()
         return rows[0] if rows else None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._fail(exc)
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.DatabaseError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: sqlite3.DatabaseError) -> NoReturn:
+        conn = self.connection
+        if not isinstance(conn, Connection):
+            raise exc
+        conn._raise_condition(exc, False)
 
 
 _cursor = sqlite3.Connection.cursor
@@ -79,14 +99,25 @@ class Connection(sqlite3.Connection):
             self._check_identity()
         try:
             return _cursor(self, Cursor).execute(sql, parameters)  # not self.cursor(): one Python call less
-        except sqlite3.OperationalError as exc:
-            failure = condition_error(exc, self.db_path, self.busy_timeout)
-            if failure is None:
-                raise
-            if sql == "COMMIT" and self.in_transaction:
+        except sqlite3.DatabaseError as exc:
+            self._raise_condition(exc, sql == "COMMIT")
+
+    def executemany(self, sql: str, parameters: Any) -> Any:
+        self.statements += 1
+        try:
+            return _cursor(self, Cursor).executemany(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            self._raise_condition(exc, False)
+
+    def _raise_condition(self, exc: sqlite3.DatabaseError, commit: bool) -> NoReturn:
+        failure = condition_error(exc, self.db_path, self.busy_timeout)
+        if failure is None:
+            raise exc
+        if commit and self.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
                 super().execute("ROLLBACK")  # a failed COMMIT may leave its transaction open
-            self._failed(failure)
-            raise failure from exc
+        self._failed(failure)
+        raise failure from exc
 
     def close(self) -> None:
         """Close; if the database file was deleted or replaced meanwhile, also remove this
@@ -131,7 +162,18 @@ def condition_error(exc: sqlite3.Error, path: str, busy_timeout: float) -> Datab
         return DatabaseReplacedError(f"the database file {path} was deleted or replaced while dex ran")
     if name.startswith("SQLITE_READONLY"):
         return read_only_error(path, _access_problem(path) or "SQLite opened it read-only")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return DamagedDatabaseError(f"the database {path} is damaged: {exc} (truncated or overwritten?)")
+    if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_MISSING_SCHEMA):
+        return DamagedDatabaseError(f"the database {path} is damaged: {exc}")
+    if name.startswith("SQLITE_IOERR"):
+        return DatabaseConditionError(f"I/O error on the database {path}: {exc}")
     return None
+
+
+# What SQLite says of a table, column or index that dex's schema has and the file lacks: dex
+# writes only statements over its own schema, so the file was changed outside dex.
+_MISSING_SCHEMA = ("no such table", "no such column", "no such index")
 
 
 def read_only_error(path: str, why: str) -> ReadOnlyDatabaseError:
@@ -215,7 +257,8 @@ def _open_error(path: str, exc: Exception, busy_timeout: float, writing: bool) -
     """What to say when opening `path` failed with `exc` (an sqlite3 error or a condition)."""
     cause = exc.__cause__ if isinstance(exc, DatabaseConditionError) else exc
     if str(getattr(cause, "sqlite_errorname", "")).startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-        return NotADexDatabaseError(f"{path} is not a dex database ({exc})")
+        # before its header is read, a file of something else and a damaged dex database look alike
+        return NotADexDatabaseError(f"{path} is not a dex database, or it is damaged ({cause})")
     problem = _access_problem(path, writing) if path != ":memory:" else None
     if problem is not None:
         if writing and _access_problem(path, writing=False) is None:  # it can be read, not written
@@ -251,6 +294,9 @@ def _identify(path: str, busy_timeout: float, uri: str | None = None) -> tuple[C
     if tables and app_id != APP_ID:
         conn.close()
         raise NotADexDatabaseError(f"{path} is not a dex database (it has other tables)")
+    if version < 0 or (version == 0 and tables and app_id == APP_ID):
+        conn.close()  # dex writes its version with its schema, in one transaction
+        raise DamagedDatabaseError(f"the database {path} is damaged: its schema version is {version}")
     if version > SCHEMA_VERSION:
         conn.close()
         raise StoreError(f"{path} has schema version {version}, newer than this dex understands "

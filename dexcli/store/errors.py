@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 class StoreError(Exception):
-    """The database cannot be used: not a dex database, a newer schema, not writable, or an
-    outcome that cannot be recorded. The CLI exits with `exit_code`."""
+    """The database cannot be used: not a dex database, a newer schema, not writable, damaged,
+    or an outcome that cannot be recorded. The CLI exits with `exit_code`: 5, the code of a
+    problem with the environment dex runs in rather than with the command or the flow (the
+    scheme is in `dex --help`; this package imports nothing of dexcli, hence the literal)."""
 
-    exit_code = 2
+    exit_code = 5
 
 
 class DatabaseConditionError(StoreError):
@@ -49,3 +51,9 @@ class DatabaseMissingError(NoDatabaseError):
 class NotADexDatabaseError(NoDatabaseError):
     """A file at the path that is not a dex database: empty, not SQLite, or another
     application's SQLite database."""
+
+
+class DamagedDatabaseError(DatabaseConditionError):
+    """The file is not (or no longer) a whole dex database: SQLite found it malformed, a table
+    or column is missing, or a row holds what dex never writes (text that is not JSON, a status
+    no dex has). The message names the file and, for a row, its table and key."""

@@ -4,13 +4,18 @@ Field names are the column names (schema.sql). Values stay as stored: times are 
 on their flow's clock (real time plus the flow's offset), JSON columns are text (the engine
 and the views decode what they use).
 The enums' values are what the database holds; `dex inspect --json` shows them as they are.
+A row dex cannot have written (a JSON column that does not parse, a state no dex has) is refused
+as it is read, with a DamagedDatabaseError naming the file, the table and the row.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
+
+from dexcli.store.errors import DamagedDatabaseError
 
 
 class FlowState(enum.Enum):
@@ -198,28 +203,101 @@ HISTORY_COLUMNS = columns(HistoryRecord)
 STREAM_COLUMNS = columns(StreamRecord)
 
 
-def flow_record(row: tuple[Any, ...]) -> FlowRecord:
+def db_of(conn: Any) -> str:
+    """The path a connection opened (dexcli.store.connection.Connection keeps it), for messages."""
+    return str(getattr(conn, "db_path", ":memory:"))
+
+
+def _positions(record: type[Any], *names: str) -> tuple[int, ...]:
+    order = [f.name for f in fields(record)]
+    return tuple(order.index(n) for n in names)
+
+
+# The JSON columns of each record (checked as a row is read: see `_checked`).
+_FLOW_JSON = _positions(FlowRecord, "input", "completions", "timeout_handler_options")
+_STEP_JSON = _positions(StepRecord, "input", "options", "heartbeat_value", "recovery_error", "decision",
+                        "wait_options", "wait", "condition_results", "locals")
+_HISTORY_JSON = _positions(HistoryRecord, "payload")
+_STREAM_JSON = _positions(StreamRecord, "value")
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def damaged_row(db: str, table: str, key: str, what: str) -> DamagedDatabaseError:
+    """The one message of a row dex cannot have written: the file, the table, the row's key."""
+    return DamagedDatabaseError(f"the database {db} is damaged: table {table} row {key}: {what}")
+
+
+def json_value(text: Any, db: str, table: str, key: str, column: str = "value") -> Any:
+    """A JSON column of a row read outside the records (attributes, channel messages, kv), parsed."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise damaged_row(db, table, key, f"{column} is not JSON ({exc})") from None
+
+
+def _checked(values: list[Any], json_columns: tuple[int, ...], record: type[Any], db: str, table: str,
+             key: str) -> None:
+    """Every JSON column of a row parses: a row damaged outside dex is refused here, naming it,
+    instead of failing later in whatever decodes it."""
+    for i in json_columns:
+        text = values[i]
+        if text is None or text in _SEEN_JSON:
+            continue
+        try:
+            json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise damaged_row(db, table, key, f"{fields(record)[i].name} is not JSON ({exc})") from None
+        if len(text) <= _SEEN_MAX_LEN:
+            if len(_SEEN_JSON) >= _SEEN_MAX:
+                _SEEN_JSON.clear()
+            _SEEN_JSON.add(text)
+
+
+# Short JSON texts already parsed: most repeat (a step type's options, `{}`, `[]`, small inputs),
+# and the scheduler reads the same rows pass after pass; a set lookup costs far less than a parse.
+_SEEN_JSON: set[str] = set()
+_SEEN_MAX, _SEEN_MAX_LEN = 4096, 1024
+
+
+def stored_state(kind: type[_E], value: Any, db: str, table: str, key: str, column: str) -> _E:
+    """A state column read as its enum; a value no dex writes is damage, named."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(m.value for m in kind)
+        raise damaged_row(db, table, key, f"{column} {value!r} is not one of {known}") from None
+
+
+def flow_record(row: tuple[Any, ...], db: str) -> FlowRecord:
+    """`db`: the database's path, named when the row is damaged (so for every record below)."""
     values = list(row)
-    values[4], values[11] = FlowState(values[4]), bool(values[11])
+    key = repr(values[0])
+    _checked(values, _FLOW_JSON, FlowRecord, db, "flows", key)
+    values[4], values[11] = stored_state(FlowState, values[4], db, "flows", key, "status"), bool(values[11])
     return FlowRecord(*values)
 
 
-def step_record(row: tuple[Any, ...]) -> StepRecord:
+def step_record(row: tuple[Any, ...], db: str) -> StepRecord:
     values = list(row)
-    values[7], values[19] = StepState(values[7]), bool(values[19])
-    values[23], values[30] = Method(values[23]), bool(values[30])
+    key = f"{values[0]!r} {values[1]!r}"
+    _checked(values, _STEP_JSON, StepRecord, db, "steps", key)
+    values[7], values[19] = stored_state(StepState, values[7], db, "steps", key, "status"), bool(values[19])
+    values[23], values[30] = stored_state(Method, values[23], db, "steps", key, "method"), bool(values[30])
     return StepRecord(*values)
 
 
-def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:
+def attempt_record(row: tuple[Any, ...], db: str) -> AttemptRecord:
     values = list(row)
-    values[6] = AttemptOutcome(values[6])
+    key = f"{values[0]!r} {values[1]!r} attempt {values[2]}"
+    values[6] = stored_state(AttemptOutcome, values[6], db, "attempts", key, "outcome")
     return AttemptRecord(*values)
 
 
-def history_record(row: tuple[Any, ...]) -> HistoryRecord:
+def history_record(row: tuple[Any, ...], db: str) -> HistoryRecord:
+    _checked(list(row), _HISTORY_JSON, HistoryRecord, db, "history", f"{row[1]!r} event {row[0]}")
     return HistoryRecord(*row)
 
 
-def stream_record(row: tuple[Any, ...]) -> StreamRecord:
+def stream_record(row: tuple[Any, ...], db: str) -> StreamRecord:
+    _checked(list(row), _STREAM_JSON, StreamRecord, db, "stream_messages", f"id {row[0]}")
     return StreamRecord(*row)

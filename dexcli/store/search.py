@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dexcli.store.query import Query, QueryError, parse
 from dexcli.store.query_sql import Compiled, compile_query
-from dexcli.store.records import FLOW_COLUMNS, FlowRecord, flow_record
+from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 
 if TYPE_CHECKING:
     import sqlite3
@@ -79,7 +79,7 @@ def _page(c: sqlite3.Connection, q: Compiled, size: int, token: str) -> SearchPa
         args += [*q.order_args, after_value, after_id]
     sql += f" ORDER BY sort_value {direction}, f.flow_id {direction} LIMIT ?"
     rows = c.execute(sql, (*args, size + 1)).fetchall()
-    flows = [flow_record(r[:-1]) for r in rows[:size]]
+    flows = [flow_record(r[:-1], db_of(c)) for r in rows[:size]]
     indexed = _indexed_values(c, [f.flow_id for f in flows])
     next_token = _token(q, rows[size - 1][-1], flows[-1].flow_id) if len(rows) > size else ""
     return SearchPage([SearchHit(f, indexed.get(f.flow_id, {})) for f in flows], next_token)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from dexcli.store.clocks import rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
-from dexcli.store.errors import DatabaseConditionError
+from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
 from dexcli.store.records import (
     ATTEMPT_COLUMNS,
@@ -158,9 +158,17 @@ class Store:
             return rebase_flow(tx.c, flow_id)
 
     # --- reads ----------------------------------------------------------------------------
+    def check_integrity(self) -> None:
+        """DamagedDatabaseError unless SQLite finds every page and index of the file sound
+        (`PRAGMA quick_check`: it reads the whole file, for `dex doctor`)."""
+        found = [str(r[0]) for r in self._rows("PRAGMA quick_check(20)")]
+        if found != ["ok"]:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise DamagedDatabaseError(f"the database {self.path} is damaged: {found[0]}{more}")
+
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,))
-        return flow_record(rows[0]) if rows else None
+        return flow_record(rows[0], self.path) if rows else None
 
     def list_flows(self, status: FlowState | None = None, flow_type: str | None = None,
                    limit: int = 50) -> list[FlowRecord]:
@@ -172,7 +180,7 @@ class Store:
             sql += " AND flow_type = ?"
             args.append(flow_type)
         sql += " ORDER BY start_time DESC, rowid DESC LIMIT ?"
-        return [flow_record(r) for r in self._rows(sql, (*args, limit))]
+        return [flow_record(r, self.path) for r in self._rows(sql, (*args, limit))]
 
     def flow_count(self) -> int:
         """How many flows the database holds (runs kept under `<id>$<run-id>` included)."""
@@ -187,18 +195,18 @@ class Store:
         return [r[0] for r in self._rows("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
 
     def steps_of(self, flow_id: str) -> list[StepRecord]:
-        return [step_record(r) for r in
+        return [step_record(r, self.path) for r in
                 self._rows(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))]
 
     def attempts_of(self, flow_id: str) -> list[AttemptRecord]:
-        return [attempt_record(r) for r in self._rows(
+        return [attempt_record(r, self.path) for r in self._rows(
             f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE flow_id = ? "
             "ORDER BY start_time, step_execution_id, attempt", (flow_id,))]
 
     def history_of(self, flow_id: str, after_event_id: int = 0) -> list[HistoryRecord]:
         """A flow's history in order. Event ids count per flow from 1, as in Dex (the table's
         own id is database-wide): numbered here, in the order of that id."""
-        return [history_record(r) for r in self._rows(
+        return [history_record(r, self.path) for r in self._rows(
             f"SELECT {HISTORY_COLUMNS} FROM (SELECT {_PER_FLOW_HISTORY} FROM history AS h WHERE flow_id = ?) "
             "WHERE event_id > ? ORDER BY event_id",
             (flow_id, after_event_id))]
@@ -215,7 +223,7 @@ class Store:
             sql += " AND id < ?"
             args.append(before_id)
         sql += f" ORDER BY id {'DESC' if newest_first else 'ASC'} LIMIT ?"
-        return [stream_record(r) for r in self._rows(sql, (*args, limit))]
+        return [stream_record(r, self.path) for r in self._rows(sql, (*args, limit))]
 
     def schedule(self, flow_ids: list[str] | None, owner: str) -> Schedule:
         """In one statement: the earliest time a queued step or a retry becomes runnable (or a

@@ -22,8 +22,11 @@ from dexcli.store.records import (
     FlowState,
     Runnable,
     StepRecord,
+    db_of,
     flow_record,
+    json_value,
     step_record,
+    stored_state,
 )
 from dexcli.store.tx_attributes import AttributeStatements
 from dexcli.store.tx_runs import RunStatements
@@ -98,7 +101,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         row = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
-        return None if row is None else flow_record(row)
+        return None if row is None else flow_record(row, db_of(self.c))
 
     def get_flow_numbering(self, flow_id: str, step_type: str) -> tuple[FlowRecord, int, int] | None:
         """The flow, how many steps of `step_type` it has and how many in all (one statement)."""
@@ -106,7 +109,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             f"SELECT {FLOW_COLUMNS}, (SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id), "
             "(SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id AND s.step_type = ?) "
             "FROM flows WHERE flow_id = ?", (step_type, flow_id)).fetchone()
-        return None if row is None else (flow_record(row[:-2]), int(row[-1]), int(row[-2]))
+        return None if row is None else (flow_record(row[:-2], db_of(self.c)), int(row[-1]), int(row[-2]))
 
     def set_flow_outputs(self, flow_id: str, completions: str | None, graceful: bool) -> None:
         """Record collected outputs (when given) and the graceful-completion request."""
@@ -149,7 +152,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
                              (flow_id, seid)).fetchone()
-        return None if row is None else step_record(row)
+        return None if row is None else step_record(row, db_of(self.c))
 
     def lease_step(self, step: StepRecord, owner: str, now: float, heartbeat_deadline: float,
                    attempt_deadline: float) -> bool:
@@ -240,7 +243,9 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             args += flow_ids
         sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
         rows = self.c.execute(sql, (*args, limit)).fetchall()
-        return [Runnable(step_record(r[:-5]), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
+        db = db_of(self.c)
+        return [Runnable(step_record(r[:-5], db), stored_state(FlowState, r[-5], db, "flows", repr(r[0]), "status"),
+                         r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
@@ -257,7 +262,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         sql = foreign_running(f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
                               "WHERE ", cond)
         args = [owner, *args] * 3
-        return [(step_record(r[:-1]), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
+        return [(step_record(r[:-1], db_of(self.c)), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------
     def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float,
@@ -330,7 +335,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     # --- kv: small state a flow package owns (dexcli.host) --------------------------------
     def kv_get(self, ns: str, key: str) -> Any:
         text = scalar(self.c, "SELECT value FROM kv WHERE ns = ? AND key = ?", (ns, key))
-        return None if text is None else json.loads(text)
+        return None if text is None else json_value(text, db_of(self.c), "kv", f"{ns!r} {key!r}")
 
     def kv_put(self, ns: str, key: str, value: Any) -> None:
         self.c.execute("INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) "

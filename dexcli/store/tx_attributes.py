@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from dexcli.store.records import db_of, json_value
+
 LOCK_RETRY_SECONDS = 1.0  # a step waiting on a lock looks again at least this often
 
 
@@ -30,8 +32,11 @@ class AttributeStatements:
 
     def attribute_values(self, flow_id: str) -> list[tuple[str, str, str | None, str]]:
         """Every attribute of a flow: (key, name, instance, value JSON), by key."""
-        return [tuple(r) for r in self.c.execute(
-            "SELECT key, name, instance, value FROM attributes WHERE flow_id = ? ORDER BY key", (flow_id,))]
+        rows = self.c.execute("SELECT key, name, instance, value FROM attributes WHERE flow_id = ? ORDER BY key",
+                              (flow_id,)).fetchall()
+        for key, _name, _instance, value in rows:  # the views decode them: a damaged one is named here
+            json_value(value, db_of(self.c), "attributes", f"{flow_id!r} {key!r}")
+        return [tuple(r) for r in rows]
 
     def put_attribute(self, flow_id: str, key: str, name: str, instance: str | None, value: str, now: float) -> None:
         self.c.execute("INSERT INTO attributes (flow_id, key, name, instance, value, updated) "

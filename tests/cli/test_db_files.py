@@ -96,7 +96,7 @@ def test_a_database_others_can_read_is_reported_once(cli: Cli) -> None:
 @pytest.mark.parametrize("cmd", READS, ids=" ".join)
 def test_a_read_leaves_an_empty_file_as_it_is(cli: Cli, cmd: list[str]) -> None:
     cli.db.write_bytes(b"")
-    assert_error(cli(*cmd), 2, f"{cli.db} is not a dex database (it is an empty file)")
+    assert_error(cli(*cmd), 5, f"{cli.db} is not a dex database (it is an empty file)")
     assert cli.db.stat().st_size == 0
     assert sorted(p.name for p in cli.db.parent.iterdir()) == ["dex.db"]
 

@@ -174,7 +174,7 @@ def test_a_file_that_is_not_a_database(cli, tmp_path):
     bad = tmp_path / "notes.db"
     bad.write_text("these are my notes, not a database\n" * 100)
     for args in (["list"], ["run", "three-steps", "--input", "1"]):
-        assert_error(cli("--db", str(bad), *args), 2, "is not a dex database")
+        assert_error(cli("--db", str(bad), *args), 5, "is not a dex database")
     assert bad.read_text().startswith("these are my notes")
 
 
@@ -182,7 +182,7 @@ def test_an_sqlite_database_of_another_application(cli, tmp_path):
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE customers (id INTEGER)")
-    assert_error(cli("--db", str(other), "list"), 2, "is not a dex database", "other tables")
+    assert_error(cli("--db", str(other), "list"), 5, "is not a dex database", "other tables")
 
 
 def test_a_newer_schema_is_refused(populated):
@@ -190,18 +190,18 @@ def test_a_newer_schema_is_refused(populated):
         conn.execute("PRAGMA user_version = 99")
     conn.close()
     for args in (["list"], ["inspect", "done"], ["run", "three-steps", "--input", "1"]):
-        assert_error(populated(*args), 2, "schema version 99", "newer", "upgrade dex")
+        assert_error(populated(*args), 5, "schema version 99", "newer", "upgrade dex")
 
 
 def test_a_database_path_that_cannot_be_written(cli, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    assert_error(cli("--db", str(blocker / "sub" / "dex.db"), "run", "three-steps", "--input", "1"), 2,
+    assert_error(cli("--db", str(blocker / "sub" / "dex.db"), "run", "three-steps", "--input", "1"), 5,
                  "cannot create the database folder")
 
 
 def test_a_database_path_that_is_a_directory(cli, tmp_path):
-    assert_error(cli("--db", str(tmp_path), "list"), 2, "is a directory")
+    assert_error(cli("--db", str(tmp_path), "list"), 5, "is a directory")
 
 
 # ------------------------------------------------------------------------- list / stop / time / init
@@ -211,7 +211,7 @@ def test_list_bad_status(populated):
 
 def test_stop_bad_type_and_stopping_an_ended_flow(populated):
     assert_error(populated("stop", "done", "--type", "explode"), 2, "--type must be cancel, terminate or fail")
-    assert_error(populated("stop", "done"), 2, "done", "already COMPLETED")
+    assert_error(populated("stop", "done"), 4, "done", "already COMPLETED")
 
 
 def test_time_skip_bad_duration(cli):
@@ -292,6 +292,6 @@ def test_an_outcome_that_cannot_be_recorded_ends_the_run_with_one_line(cli, monk
 
     monkeypatch.setattr(Tx, "add_event", failing)
     res = cli("run", "three-steps", "--flow-id", "full", "--input", "1")
-    assert_error(res, 2, "flow full", "could not be recorded", "database or disk is full", "dex resume full")
+    assert_error(res, 5, "flow full", "could not be recorded", "database or disk is full", "dex resume full")
     monkeypatch.undo()
     assert cli.json("inspect", "full", "--json")["summary"]["flowStatus"] == "RUNNING"

@@ -120,9 +120,9 @@ def test_rpc_to_an_unknown_flow_exits_3(cli: Cli, votes: str) -> None:
     assert_error(cli("rpc", "nope", "vote", "--input", '"x"'), 3, "no flow with id 'nope'")
 
 
-def test_rpc_to_a_closed_flow_exits_3_when_it_has_effects(cli: Cli, votes: str) -> None:
+def test_rpc_to_a_closed_flow_exits_4_when_it_has_effects(cli: Cli, votes: str) -> None:
     cli.ok("stop", votes)
-    assert_error(cli("rpc", votes, *VOTES_FILE, "vote", "--input", '"x"'), 3, "CANCELED", "vote")
+    assert_error(cli("rpc", votes, *VOTES_FILE, "vote", "--input", '"x"'), 4, "CANCELED", "vote")
     assert cli.json("rpc", votes, *VOTES_FILE, "count") == 0  # a read-only RPC is served from the closed run
 
 
@@ -182,15 +182,15 @@ def test_skip_timer_of_no_such_step_or_timer_exits_3(cli: Cli, votes: str, args:
     assert_error(cli("skip-timer", votes, *args), 3, fragment)
 
 
-def test_skip_timer_twice_exits_3(cli: Cli, votes: str) -> None:
+def test_skip_timer_twice_exits_4(cli: Cli, votes: str) -> None:
     cli.ok("skip-timer", votes, "Collect-1", "--condition-id", "soon")
-    assert_error(cli("skip-timer", votes, "Collect-1", "--condition-id", "soon"), 3, "not waiting")
+    assert_error(cli("skip-timer", votes, "Collect-1", "--condition-id", "soon"), 4, "not waiting")
 
 
-def test_skip_timer_of_an_unknown_or_closed_flow_exits_3(cli: Cli, votes: str) -> None:
+def test_skip_timer_of_an_unknown_flow_exits_3_of_a_closed_one_4(cli: Cli, votes: str) -> None:
     assert_error(cli("skip-timer", "nope", "Collect-1", "--index", "0"), 3, "no flow with id 'nope'")
     cli.ok("stop", votes)
-    assert_error(cli("skip-timer", votes, "Collect-1", "--index", "0"), 3, "CANCELED")
+    assert_error(cli("skip-timer", votes, "Collect-1", "--index", "0"), 4, "CANCELED")
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

@@ -1,6 +1,6 @@
 """Bad conditions under a running `dex run`, made real: a full disk (a small tmpfs), a write lock
 another process holds past the busy timeout, the database file deleted or replaced. Each time
-dex stops with one line and exit 2, the database stays sound, and what was committed is there:
+dex stops with one line and exit 5 (the environment's code), the database stays sound, and what was committed is there:
 `dex resume` finishes the flow once the condition is gone.
 
 The flow is the polling example waiting on a 20 s job: it commits a heartbeat every 2 s, so the
@@ -95,8 +95,8 @@ def resume(prefix: list[str], db: Path, out: Outcome) -> Outcome:
 
 
 def assert_one_line(out: Outcome, *fragments: str) -> None:
-    """Exit 2 and one line on stderr, `dex: error: ...` holding each fragment."""
-    assert out.returncode == 2, (out.returncode, out.stderr)
+    """Exit 5 (the environment) and one line on stderr, `dex: error: ...` holding each fragment."""
+    assert out.returncode == 5, (out.returncode, out.stderr)
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("dex: error: "), out.stderr
     for f in fragments:

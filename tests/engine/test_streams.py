@@ -3,6 +3,7 @@ oversized messages dropped without failing the step, never rolled back, source, 
 resume tokens, list/read through the Client."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -186,18 +187,18 @@ def test_many_messages_in_one_transaction_keep_the_usage_exact(env):
         return rows[0][0] if rows else 0
 
     def stored():
-        return [m.value for m in store.stream_messages("f", "S", limit=100)]
+        return [json.loads(m.value) for m in store.stream_messages("f", "S", limit=100)]
 
     with store.tx() as tx:
         for i in range(7):  # capacity 5 messages of 100 bytes: the first two are trimmed
-            tx.append_stream("T", "S", "f", "#s", f"m{i}", 0.0, 100, 500)
+            tx.append_stream("T", "S", "f", "#s", json.dumps(f"m{i}"), 0.0, 100, 500)
     assert stored() == [f"m{i}" for i in range(2, 7)]
     assert usage() == 500
     with pytest.raises(RuntimeError), store.tx() as tx:
-        tx.append_stream("T", "S", "f", "#s", "rolled back", 0.0, 100, 500)
+        tx.append_stream("T", "S", "f", "#s", json.dumps("rolled back"), 0.0, 100, 500)
         raise RuntimeError("the whole transaction rolls back")
     assert stored() == [f"m{i}" for i in range(2, 7)] and usage() == 500
     with store.tx() as tx:  # the next transaction starts from the stored usage
-        tx.append_stream("T", "S", "f", "#s", "m7", 0.0, 60, 500)
-        tx.append_stream("T", "S", "f", "#s", "m8", 0.0, 60, 500)
+        tx.append_stream("T", "S", "f", "#s", json.dumps("m7"), 0.0, 60, 500)
+        tx.append_stream("T", "S", "f", "#s", json.dumps("m8"), 0.0, 60, 500)
     assert stored() == [f"m{i}" for i in range(4, 9)] and usage() == 420

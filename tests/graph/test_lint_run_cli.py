@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from dexcli.cli.errors import NotFoundError, UsageError
 from dexcli.cli.graph_cmds import register
+from dexcli.store.errors import DatabaseMissingError
 from dexcli.testing import DexTestEnv
 from tests.graph.graph_helpers import file_ref, load_bad
 
@@ -72,7 +73,7 @@ def test_lint_run_errors(app, db, tmp_path: Path) -> None:
     res = run(app, db, "lint", "--flow-id", "nope")
     assert isinstance(res.exception, NotFoundError) and "no flow with id 'nope'" in str(res.exception)
     res = run(app, str(tmp_path / "missing.db"), "lint", "--flow-id", "t")
-    assert res.exit_code == 3 and "no dex database" in str(res.exception)  # not found: exit 3
+    assert isinstance(res.exception, DatabaseMissingError) and res.exception.exit_code == 3  # not found
     for extra in (["polling"], ["--file", file_ref("timer_poll")], ["--portable"]):
         res = run(app, db, "lint", "--flow-id", "t", *extra)
         assert isinstance(res.exception, UsageError) and "--flow-id checks what a run did" in str(res.exception)

@@ -10,7 +10,7 @@ from typing import Any
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
-from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
+from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import FlowState, StartSettings, Tx, json_object
 
@@ -107,9 +107,10 @@ _STOPS = {"CANCEL": Closed(FlowState.CANCELED), "TERMINATE": Closed(FlowState.TE
 def stop(tx: Tx, flow_id: str, stop_type: str, reason: str | None, now: float) -> Closed:
     """A client stops a running flow: CANCEL, TERMINATE or FAIL."""
     flow = tx.get_flow(flow_id)
-    if flow is None or not flow.is_running:
-        state = "not found" if flow is None else f"already {flow.status.value}"
-        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is {state}")
+    if flow is None:
+        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is not found")
+    if not flow.is_running:
+        raise FlowEndedError(f"flow {flow_id} is already {flow.status.value}")
     kind = _STOPS[stop_type]
     close(tx, flow_id, now, Closed(kind.status, kind.error_type, reason or f"stopped ({stop_type.lower()})"))
     return Closed(kind.status, kind.error_type, reason)
