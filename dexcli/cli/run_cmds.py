@@ -121,7 +121,7 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
 
     definition = engine.registry.add(flow_obj)
     try:
-        faults.check_steps(list(definition.steps))
+        faults.check(definition)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_input(name or definition.flow_type, definition, start_input, given=input_given)
