@@ -126,6 +126,14 @@ class DexGroup(FullHelpGroup):
 
         return command_names(super().list_commands(ctx))
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        from dexcli.cli.unknown_commands import hint_for
+
+        hint = hint_for(args[0]) if args else None
+        if hint is not None and self.get_command(ctx, args[0]) is None:
+            ctx.fail(f"No such command {args[0]!r}: {hint}.")
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and cmd_name != "run":

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 def parse_input(text: str | None) -> Any:
     if text is None:
         return None
-    if text.startswith("@"):
+    from_file = text.startswith("@")
+    if from_file:
         p = Path(text[1:]).expanduser()
         try:
             text = p.read_text()
@@ -41,7 +42,11 @@ def parse_input(text: str | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
+        hint = ""
+        word = text.strip()
+        if not from_file and word and not word.startswith(("{", "[", '"')) and not any(c in word for c in "'\n\\"):
+            hint = f"; a string is quoted in JSON: --input '{json.dumps(word, ensure_ascii=False)}'"  # shell ate them
+        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}){hint}") from None
 
 
 def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> Faults:
