@@ -235,7 +235,9 @@ def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
 
 
 def worker(
-    until_idle: bool = typer.Option(False, "--until-idle", help="Stop when nothing is left to run."),
+    until_idle: bool = typer.Option(
+        False, "--until-idle",
+        help="Exit once nothing can run without a timer firing or an outside event (listing what waits)."),
     time_skip: bool = typer.Option(False, "--time-skip",
                                    help="Skip idle waits (moves the clocks of the flows it drives)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event."),

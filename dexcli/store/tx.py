@@ -242,6 +242,23 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         rows = self.c.execute(sql, (*args, limit)).fetchall()
         return [Runnable(step_record(r[:-5]), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
+    def retrying_steps(self, flow_ids: list[str] | None, limit: int) -> list[tuple[StepRecord, float]]:
+        """Steps that run again with no timer firing and no outside event: a retry backing off,
+        an attempt given back, a step polling for a lock (a step not yet tried whose time has
+        not come is a start delay: a timer). First due first, each with its flow's clock offset."""
+        if flow_ids == []:
+            return []
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        sql = (f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+               f"WHERE {STEPS_DUE} AND (s.status = 'BACKOFF' OR (s.status = 'QUEUED' "
+               "AND (s.attempt > 0 OR s.lock_wait IS NOT NULL)))")
+        args: list[Any] = []
+        if flow_ids is not None:
+            sql += f" AND s.flow_id IN {_in(flow_ids)}"
+            args += flow_ids
+        sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
+        return [(step_record(r[:-1]), float(r[-1])) for r in self.c.execute(sql, (*args, limit)).fetchall()]
+
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
         """Running steps other owners hold whose first deadline has passed by `now` (real
