@@ -227,7 +227,11 @@ class Scheduler:
                 held.append({**entry, "owner": owner})
         if clock.auto_advance and not held:
             return
-        key = (tuple((e["stepExecutionId"], e["attempt"]) for e in lost + held),
+        now = clock.real()
+        retries = [(s, offset) for s, offset in retries if (s.next_attempt_at or 0.0) - offset > now]
+        owners = sorted({str(e["owner"]) for e in held})
+        # live processes' attempts change all the time: say them again only when the owners do
+        key = (tuple((e["stepExecutionId"], e["attempt"]) for e in lost), tuple(owners),
                tuple((s.step_execution_id, s.attempt) for s, _ in retries))
         if key == self._announced:
             return

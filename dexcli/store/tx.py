@@ -244,14 +244,15 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def retrying_steps(self, flow_ids: list[str] | None, limit: int) -> list[tuple[StepRecord, float]]:
         """Steps that run again with no timer firing and no outside event: a retry backing off,
-        an attempt given back, a step polling for a lock (a step not yet tried whose time has
-        not come is a start delay: a timer). First due first, each with its flow's clock offset."""
+        any queued step but the first step of a flow with a start delay before its first try
+        (that one waits on a timer). First due first, each with its flow's clock offset."""
         if flow_ids == []:
             return []
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
         sql = (f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               f"WHERE {STEPS_DUE} AND (s.status = 'BACKOFF' OR (s.status = 'QUEUED' "
-               "AND (s.attempt > 0 OR s.lock_wait IS NOT NULL)))")
+               f"WHERE {STEPS_DUE} AND (s.status = 'BACKOFF' OR (s.status = 'QUEUED' AND NOT ("
+               "s.attempt = 0 AND s.lock_wait IS NULL AND f.start_delay IS NOT NULL "
+               "AND s.from_step_execution_id = '__start__')))")
         args: list[Any] = []
         if flow_ids is not None:
             sql += f" AND s.flow_id IN {_in(flow_ids)}"

@@ -33,15 +33,34 @@ def test_until_idle_leaves_a_flow_waiting_on_a_long_timer_and_says_so(tmp_path: 
     db = tmp_path / "dex.db"
     start_flow(db, "approval", "a1", {"title": "Laptop"})  # a decision, or its 24 h timer
     start_flow(db, "three-steps", "t1", 1)
+    _start_delayed(db, "later")
     res = dex(db, "worker", "--until-idle")  # on main it waits for the timer: TimeoutExpired
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert "t1: COMPLETED" in lines and "idle: 1 flow(s) finished" in lines
-    assert "1 flow(s) left waiting for a timer or an outside event:" in lines
+    assert "2 flow(s) left waiting for a timer or an outside event:" in lines
     [a1] = [ln for ln in lines if ln.startswith("  a1: ")]
     assert "AwaitDecision-1 waiting for any of: timer expire fires in 24 h" in a1 and "decisions" in a1
+    [later] = [ln for ln in lines if ln.startswith("  later: ")]
+    assert later.startswith("  later: First-1 starts at ") and later.endswith("(a start delay)")
     assert lines[-1].endswith("a worker without --until-idle waits for them; --time-skip jumps to their timers")
-    assert status(db, "a1") == "RUNNING"  # its Wait persisted, nothing of it ran
+    assert status(db, "a1") == "RUNNING" and status(db, "later") == "RUNNING"
+
+
+def _start_delayed(db: Path, flow_id: str) -> None:
+    """A three-step flow whose first step starts in an hour (a start delay), not driven."""
+    from datetime import timedelta
+
+    from dexcli import StartFlowOptions
+    from dexcli.cli.driver import build_engine
+    from flows.three_steps import ThreeStepFlow
+
+    store = Store(db)
+    try:
+        build_engine(store, time_skip=False).start_flow(ThreeStepFlow(), flow_id, 1, flow_ref="name:three-steps",
+                                                        options=StartFlowOptions(start_delay=timedelta(hours=1)))
+    finally:
+        store.close()
 
 
 def test_until_idle_says_what_it_waits_for_while_a_dead_processs_attempt_times_out(tmp_path: Path) -> None:
