@@ -163,7 +163,7 @@ class Scheduler:
                 if until_idle and not engine.runs and not sched.foreign and self._idle(sched, ids):
                     break  # nothing of these flows runs again unless a timer fires or someone acts
                 if until_idle and not engine.runs:
-                    self._announce(ids)
+                    self._announce(sched, ids)
                 timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
                     continue
@@ -209,12 +209,15 @@ class Scheduler:
             return False
         return not self.engine.store.read(lambda tx: tx.retrying_steps(ids, 1))
 
-    def _announce(self, ids: list[str] | None) -> None:
+    def _announce(self, sched: Schedule, ids: list[str] | None) -> None:
         """With nothing of its own running, a drive `until_idle` says what it still waits for, once
         per change (an `idleWait` event): attempts of processes that are gone, until their
         deadlines declare them lost; attempts live processes hold; retries backing off. A
         skipping clock jumps over all but the live ones: then only those are said."""
         engine, clock = self.engine, self.engine.clock
+        if (sched.due is None and not sched.foreign) or (clock.auto_advance and not (clock.follow_real and
+                                                                                     sched.foreign)):
+            return  # nothing ahead, or a clock that jumps over it all with no other process around
         running = engine.store.read(lambda tx: tx.expired_foreign_attempts(math.inf, self.owner, ids))
         retries = engine.store.read(lambda tx: tx.retrying_steps(ids, ANNOUNCED))
         lost, held = [], []
