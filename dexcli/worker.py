@@ -5,7 +5,8 @@ on a local database (`db=`) instead of a Dex server. `start()` drives every runn
 that database, whoever started it (a Client in this or another process, `dex run`), until
 `stop()` or `close()` is called from another thread, as the official Worker serves until
 stopped; `run(until_idle=True)` (dexcli only) returns once nothing is queued, retrying or
-running. Stopped, the attempts it was running are released (INTERRUPTED, runnable again at once).
+running (on a real-time clock a Wait's timer, a start delay or a flow timeout does not hold
+it). Stopped, the attempts it was running are released (INTERRUPTED, runnable again at once).
 
 There is no server: a blob cache has nothing to cache (`blob_cache` is accepted and unused) and
 `WorkerOptions` (addresses, pull streams, credentials) have no local meaning, so passing any is

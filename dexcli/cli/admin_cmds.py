@@ -64,8 +64,12 @@ def time_show(ctx: typer.Context,
 def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: str) -> list[str]:
     """The flows a `dex time` command moves: those named (each must exist), or with --all every
     running flow."""
-    if all_running == bool(flow_ids):
+    if all_running and flow_ids:
         raise UsageError(f"time {verb}: name the flows (FLOW_ID ...) or pass --all, not both")
+    if not all_running and not flow_ids:
+        example = "2m FLOW_ID" if verb == "skip" else "FLOW_ID"
+        raise UsageError(f"time {verb}: which flows? name them (dex time {verb} {example}) "
+                         "or pass --all for every running flow")
     if all_running:
         return store.running_flow_ids()
     for fid in flow_ids:

@@ -3,7 +3,8 @@ another process (`dex run`, `dex worker`) is running.
 
 It reads the database only (it runs no step): every 0.1 s it looks at the attribute's committed
 value. Exit 0 when it equals `--equals` (printed as JSON), 1 when `--timeout` passes first, 3
-when the flow does not exist, 4 when the flow has ended with another value (it can no longer change).
+when the flow does not exist, 4 when the flow has ended with another value (it can no longer change),
+2 for a name its flow's schema does not declare (checked when the flow's code loads here).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +20,9 @@ from dexcli.cli.app import open_store
 from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import CliError, ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
+
+if TYPE_CHECKING:
+    from dexcli.store import FlowRecord
 
 POLL_SECONDS = 0.1
 
@@ -55,6 +59,8 @@ def wait(
     seconds = parse_duration(timeout, "--timeout")
     deadline = time.monotonic() + seconds if seconds else None
     store = open_store(read_only=True)
+    if attribute_value(store, flow_id, key) is None:  # unset: it may not be one of the flow's
+        _check_declared(flow_or_not_found(store, flow_id), attribute, instance)
     while True:
         flow = flow_or_not_found(store, flow_id)  # read before the value: a flow that ended had its last say
         text = attribute_value(store, flow_id, key)
@@ -70,6 +76,30 @@ def wait(
                                f"not {json.dumps(expected)}")
         sys.stdout.flush()
         time.sleep(POLL_SECONDS)
+
+
+def _check_declared(flow: FlowRecord, name: str, instance: str | None) -> None:
+    """A name the flow's schema does not declare would never take a value: refuse it, naming the
+    ones it has (when it is an installed flow whose code loads here; otherwise wait as asked)."""
+    from dexcli.cli.loader import load_ref
+    from dexcli.sdk.attributes import AttributeMap
+
+    ref = flow.flow_ref
+    if ref is None or not ref.startswith("name:"):  # a read command runs no file a database row names
+        return
+    try:
+        declared = {a.name: a for a in load_ref(ref).get_persistence_schema().attributes}
+    except Exception:  # moved or broken since the run: nothing to check against
+        return
+    where = f"flow {flow.flow_id} ({flow.flow_type})"
+    found = declared.get(name)
+    if found is None:
+        has = f"its attributes: {', '.join(sorted(declared))}" if declared else "it declares no attributes"
+        raise UsageError(f"--attribute: {where} has no attribute {name!r}; {has}")
+    if isinstance(found, AttributeMap) and instance is None:
+        raise UsageError(f"--attribute: {name} is an AttributeMap of {where}: name the instance with --instance KEY")
+    if not isinstance(found, AttributeMap) and instance is not None:
+        raise UsageError(f"--instance: {name} is an Attribute of {where}, not an AttributeMap: drop --instance")
 
 
 def same(a: Any, b: Any) -> bool:

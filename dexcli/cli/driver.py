@@ -355,7 +355,18 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     if view.output_closed:
         silence_stdout()
         return EXIT_OUTPUT_CLOSED
+    _say_unfired(err, faults, crash_after)
     return exit_code_for(snap["summary"]["flowStatus"])
+
+
+def _say_unfired(err: Console, faults: Faults, crash_after: float | None) -> None:
+    """The injected faults this run never reached, on stderr: the flow's exit code stays its own
+    (0 says it completed, not that it survived a crash)."""
+    unfired = faults.unfired()
+    if crash_after is not None:
+        unfired.append(f"--crash-after {crash_after:g}s never fired: the flow ended first")
+    for line in unfired:
+        err.print(f"dex: warning: {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _not_recorded(engine: Engine, view: View, flow_id: str, error: str) -> NoReturn:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 RPC = "signals and queries are RPCs in Dex: `dex rpc FLOW_ID NAME --input JSON`"
 INSPECT = "one flow, its steps and history: `dex inspect FLOW_ID` (--history: every event)"
-FAMILIAR = {"signal": RPC, "query": RPC, "describe": INSPECT, "show": INSPECT}
+LOGS = "a flow's history is `dex inspect ID --timeline` (or --json); follow a running one with `dex watch ID`"
+FAMILIAR = {"signal": RPC, "query": RPC, "describe": INSPECT, "show": INSPECT, "logs": LOGS}
 
 
 def with_hint(message: str, name: str) -> str:

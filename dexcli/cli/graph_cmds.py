@@ -94,11 +94,11 @@ def lint_reports(flow: str | None, file: str | None, portable: bool = False) -> 
     return [lint_flow(plugin_flow(plugin), portable) for plugin in known_flows().values()]
 
 
-def lint_exit_code(reports: list[LintReport], strict: bool) -> int:
-    return max((r.exit_code(strict) for r in reports), default=0)
+def lint_exit_code(reports: list[LintReport], exit_zero: bool) -> int:
+    return max((r.exit_code(exit_zero) for r in reports), default=0)
 
 
-def lint_json(reports: list[LintReport], strict: bool) -> str:
+def lint_json(reports: list[LintReport], exit_zero: bool) -> str:
     data = {
         "flows": [
             {"flow": r.flow, "verdict": r.graph.verdict, "findings": [f.to_dict() for f in r.findings],
@@ -107,8 +107,8 @@ def lint_json(reports: list[LintReport], strict: bool) -> str:
         ],
         "errors": sum(len(r.errors) for r in reports),
         "warnings": sum(len(r.warnings) for r in reports),
-        "strict": strict,
-        "exitCode": lint_exit_code(reports, strict),
+        "exitZero": exit_zero,
+        "exitCode": lint_exit_code(reports, exit_zero),
     }
     return json.dumps(data, indent=2) + "\n"
 
@@ -167,14 +167,14 @@ def run_lint_text(report: RunLintReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_lint_json(report: RunLintReport, strict: bool) -> str:
+def run_lint_json(report: RunLintReport, exit_zero: bool) -> str:
     data = {"flowId": report.flow_id, "flow": report.flow_type, "findings": [f.to_dict() for f in report.findings],
-            "suppressed": report.suppressed, "errors": 0, "warnings": len(report.warnings), "strict": strict,
-            "exitCode": report.exit_code(strict)}
+            "suppressed": report.suppressed, "errors": 0, "warnings": len(report.warnings), "exitZero": exit_zero,
+            "exitCode": report.exit_code(exit_zero)}
     return json.dumps(data, indent=2) + "\n"
 
 
-def _lint_run_command(flow_id: str, flow: str | None, file: str | None, portable: bool, strict: bool,
+def _lint_run_command(flow_id: str, flow: str | None, file: str | None, portable: bool, exit_zero: bool,
                       as_json: bool) -> None:
     from dexcli.cli.errors import UsageError
 
@@ -182,10 +182,10 @@ def _lint_run_command(flow_id: str, flow: str | None, file: str | None, portable
         raise UsageError("--flow-id checks what a run did: give no flow name, --file or --portable with it")
     report = run_lint_report(flow_id)
     if as_json:
-        typer.echo(run_lint_json(report, strict), nl=False)
+        typer.echo(run_lint_json(report, exit_zero), nl=False)
     else:
         _console().print(_styled(run_lint_text(report).rstrip("\n")))
-    code = report.exit_code(strict)
+    code = report.exit_code(exit_zero)
     if code:
         raise typer.Exit(code)
 
@@ -216,7 +216,9 @@ def register(app: typer.Typer) -> None:
         flow: str | None = typer.Argument(None, help=FLOW_HELP + " Default: every known flow.",
                                              show_default=False),
         file: str | None = typer.Option(None, "--file", help=FILE_HELP, show_default=False),
-        strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
+        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+        _strict: bool = typer.Option(False, "--strict", hidden=True,
+                                     help="Kept for old scripts: warnings fail without it now."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
         portable: bool = typer.Option(
             False, "--portable",
@@ -226,18 +228,18 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a flow for definition errors, polling anti-patterns and lost heartbeats, each with file:line.
 
-        Exits 1 on errors (and on warnings with --strict). Silence a rule on one line with
+        Exits 1 when there are findings, errors or warnings (0 with --exit-zero). Silence a rule on one line with
         `# dex: ignore[rule-id]`. With --flow-id, check a run's history instead of the code.
         """
         if flow_id is not None:
-            _lint_run_command(flow_id, flow, file, portable, strict, as_json)
+            _lint_run_command(flow_id, flow, file, portable, exit_zero, as_json)
             return
         reports = lint_reports(flow, file, portable)
         if as_json:
-            typer.echo(lint_json(reports, strict), nl=False)
+            typer.echo(lint_json(reports, exit_zero), nl=False)
         else:
             _console().print(_styled(lint_text(reports).rstrip("\n")))
-        code = lint_exit_code(reports, strict)
+        code = lint_exit_code(reports, exit_zero)
         if code:
             raise typer.Exit(code)
 

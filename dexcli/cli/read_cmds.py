@@ -17,7 +17,7 @@ from dexcli.cli.shared import flow_or_not_found
 from dexcli.cli.shown import shown, shown_data
 
 if TYPE_CHECKING:
-    from dexcli.store import FlowRecord
+    from dexcli.store import FlowRecord, Store
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
@@ -109,6 +109,8 @@ def list_flows(
     all_pages: bool = typer.Option(False, "--all", help="With --query: every page."),
 ) -> None:
     """List flows, newest first; --query searches them with Dex's visibility query language."""
+    if page_token and query is None:
+        raise UsageError("--page-token continues a `dex list --query` listing: pass the --query that printed it")
     if query is not None or page_token or all_pages:
         if status is not None or flow_type is not None:
             raise UsageError("--query replaces --status and --type: say FlowStatus = '...' AND FlowType = '...'")
@@ -173,6 +175,7 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
     from dexcli.store.search import search_flows
 
     store = open_store(read_only=True)
+    _check_search_keys(store, query)
     hits, next_token = [], token
     while True:
         page = search_flows(store, query, page_size, next_token)
@@ -190,6 +193,36 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
         print("no flows match")
     if next_token:
         print(f"dex: more flows match: --page-token {next_token}", file=sys.stderr)
+
+
+def _check_search_keys(store: Store, query: str) -> None:
+    """A key no flow has and no known flow declares is a typo (Dex's server refuses an
+    unregistered key too): say so, naming the keys there are, instead of "no flows match"."""
+    from dexcli.store.search import BUILTIN_KEYS, index_keys, unseen_keys
+
+    unseen = unseen_keys(store, query)
+    if not unseen:
+        return
+    declared = _declared_index_keys()
+    unknown = [k for k in unseen if k not in declared]
+    if unknown:
+        known = [*BUILTIN_KEYS, *sorted(set(index_keys(store)) | declared)]
+        raise UsageError(f"--query: there is no search key {unknown[0]!r}; the keys are: {', '.join(known)}")
+
+
+def _declared_index_keys() -> set[str]:
+    """The index keys the installed flows declare (a flow type that has not run yet has no rows)."""
+    from dexcli.cli.loader import known_flows, plugin_flow
+    from dexcli.sdk.attributes import index_key
+
+    keys: set[str] = set()
+    for plugin in known_flows().values():
+        try:
+            schema = plugin_flow(plugin).get_persistence_schema()
+        except Exception:  # a plugin that does not load declares nothing here; `dex flows` says why
+            continue
+        keys |= {index_key(a.index, a.name) for a in schema.attributes if a.index is not None}
+    return keys
 
 
 def _search_entry(flow: FlowRecord, indexed: dict[str, str]) -> dict[str, Any]:

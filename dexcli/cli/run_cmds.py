@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 def parse_input(text: str | None) -> Any:
     if text is None:
         return None
-    if text.startswith("@"):
+    from_file = text.startswith("@")
+    if from_file:
         p = Path(text[1:]).expanduser()
         try:
             text = p.read_text()
@@ -42,7 +43,11 @@ def parse_input(text: str | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
+        hint = ""
+        word = text.strip()
+        if not from_file and word and not word.startswith(("{", "[", '"')) and not any(c in word for c in "'\n\\"):
+            hint = f"; a string is quoted in JSON: --input '{json.dumps(word, ensure_ascii=False)}'"  # shell ate them
+        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}){hint}") from None
 
 
 def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> Faults:
@@ -123,7 +128,7 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
 
     definition = engine.registry.add(flow_obj)
     try:
-        faults.check_steps(list(definition.steps))
+        faults.check(definition)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_input(name or definition.flow_type, definition, start_input, given=input_given)
@@ -233,7 +238,9 @@ def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
 
 
 def worker(
-    until_idle: bool = typer.Option(False, "--until-idle", help="Stop when nothing is left to run."),
+    until_idle: bool = typer.Option(
+        False, "--until-idle",
+        help="Exit once nothing can run without a timer firing or an outside event (listing what waits)."),
     time_skip: bool = typer.Option(False, "--time-skip",
                                    help="Skip idle waits (moves the clocks of the flows it drives)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event."),

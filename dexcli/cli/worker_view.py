@@ -25,6 +25,7 @@ from dexcli.cli.stopping import (
     is_closed_pipe,
     silence_stdout,
 )
+from dexcli.cli.worker_idle import idle_wait_lines, left_waiting
 from dexcli.engine.core import Engine
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.process import tune_gc
@@ -45,6 +46,9 @@ def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener
             console.print(shown(f"{ev.flow_id}: {ev.data['status']}"
                                 + (f" — {ev.data['errorMessage']}" if ev.data.get("errorMessage") else "")),
                           highlight=False)
+        elif ev.type == "idleWait":
+            for line in idle_wait_lines(ev.data):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
         elif ev.type == "attemptFailed":
             console.print(shown(f"{ev.flow_id}: {ev.data['stepExecutionId']} attempt {ev.data['attempt']} "
                                 f"{ev.data['outcome'].lower()}: {ev.data['errorType']}"), highlight=False)
@@ -57,7 +61,7 @@ def _say(console: Console, stop: StopRequest, text: str) -> None:
     if stop.output_closed:
         return
     try:
-        console.print(text, highlight=False)
+        console.print(text, highlight=False, soft_wrap=True)
     except OSError as exc:
         if not is_closed_pipe(exc):
             raise
@@ -92,6 +96,8 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
         print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
     if mode != "json":
         _say(console, stop, f"idle: {len(closed)} flow(s) finished")
+        for line in left_waiting(engine):
+            _say(console, stop, line)
     if stop.output_closed:
         silence_stdout()
         return EXIT_OUTPUT_CLOSED

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from dexcli.engine.handler_state import declared
-from dexcli.sdk.attributes import Attribute, AttributeMap, IndexType
+from dexcli.sdk.attributes import Attribute, AttributeMap, IndexType, index_key
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import AttributeMapNotLoadedError, FlowCodeError, ValueMappingError
@@ -108,8 +108,8 @@ def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: f
             tx.put_attribute(flow_id, w.key, w.name, w.instance, w.value, now)
         if w.index is not None:
             value = None if w.value is None else json.loads(w.value)
-            index_key = w.index.index_key or w.name
-            tx.set_search(flow_id, w.key, index_key, w.index.type.value, index_values(w.index.type, value))
+            tx.set_search(flow_id, w.key, index_key(w.index, w.name), w.index.type.value,
+                          index_values(w.index.type, value))
         upserts[w.key] = None if w.value is None else json.loads(w.value)
     return upserts
 

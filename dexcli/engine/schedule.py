@@ -19,23 +19,25 @@ its first pass reads nothing either (a new flow has offset 0, nothing queued, no
 from __future__ import annotations
 
 import asyncio
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
-from dexcli.engine.deadlines import owner_alive
+from dexcli.engine.deadlines import iso, owner_alive
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.drives import DriveEndedError, Waiter
 from dexcli.engine.transitions import AttemptKey, Leased, give_back
-from dexcli.store import Schedule
+from dexcli.store import Schedule, StepRecord
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
 
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
 CLAIM_BATCH = 500
+ANNOUNCED = 20  # attempts and retries an idleWait event names at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,7 @@ class Scheduler:
         self._stop: Callable[[], bool] | None = None  # run()'s stop condition
         self._waiters: list[Waiter] = []  # drives asked for while run() goes on (dexcli.engine.drives)
         self._orphans: list[Waiter] = []  # those of attempts still waiting when run() ended
+        self._announced: object = None  # what the last idleWait event said
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -206,6 +209,7 @@ class Scheduler:
         self._stop = stop
         self._next_offset_read = 0.0
         self._closed = set()
+        self._announced = None
         clock = engine.clock
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
@@ -225,9 +229,11 @@ class Scheduler:
                 self._check_waiters()
                 if stop is not None and stop() and not self._outside_waiting():
                     break
-                if (until_idle and not engine.runs and sched.due is None and not sched.foreign
+                if (until_idle and not engine.runs and not sched.foreign and self._idle(sched, ids)
                         and not self._outside_waiting()):
-                    break  # nothing queued, retrying or running anywhere in these flows
+                    break  # nothing of these flows runs again unless a timer fires or someone acts
+                if until_idle and not engine.runs:
+                    self._announce(sched, ids)
                 timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
                     continue
@@ -266,6 +272,52 @@ class Scheduler:
         if len(mine) == 1 and clock.follow_real:
             clock.set_offset(0.0)
         return Schedule(None, ())
+
+    def _idle(self, sched: Schedule, ids: list[str] | None) -> bool:
+        """Nothing queued, retrying or running (those checked by the caller) — only timers ahead:
+        a real-time drive `until_idle` does not wait for a Wait's timer, a start delay or a flow
+        timeout (hours, maybe); a skipping clock jumps to them instead, so is idle only when
+        nothing at all is ahead."""
+        if sched.due is None:
+            return True
+        clock = self.engine.clock
+        if clock.auto_advance or sched.due <= clock.real():
+            return False
+        return not self.engine.store.read(lambda tx: tx.retrying_steps(ids, 1))
+
+    def _announce(self, sched: Schedule, ids: list[str] | None) -> None:
+        """With nothing of its own running, a drive `until_idle` says what it still waits for, once
+        per change (an `idleWait` event): attempts of processes that are gone, until their
+        deadlines declare them lost; attempts live processes hold; retries backing off. A
+        skipping clock jumps over all but the live ones: then only those are said."""
+        engine, clock = self.engine, self.engine.clock
+        if (sched.due is None and not sched.foreign) or (clock.auto_advance and not (clock.follow_real and
+                                                                                     sched.foreign)):
+            return  # nothing ahead, or a clock that jumps over it all with no other process around
+        running = engine.store.read(lambda tx: tx.expired_foreign_attempts(math.inf, self.owner, ids))
+        retries = engine.store.read(lambda tx: tx.retrying_steps(ids, ANNOUNCED))
+        lost, held = [], []
+        for step, offset in running[:ANNOUNCED]:
+            entry = {"flowId": step.flow_id, "stepExecutionId": step.step_execution_id, "attempt": step.attempt}
+            owner = step.lease_owner or ""
+            if not owner or owner_alive(owner) is False or owner.startswith(self._owner_base + ":"):
+                lost.append({**entry, "at": iso(_first_deadline(step) - offset)})
+            else:
+                held.append({**entry, "owner": owner})
+        if clock.auto_advance and not held:
+            return
+        now = clock.real()
+        retries = [(s, offset) for s, offset in retries if (s.next_attempt_at or 0.0) - offset > now]
+        owners = sorted({str(e["owner"]) for e in held})
+        # live processes' attempts change all the time: say them again only when the owners do
+        key = (tuple((e["stepExecutionId"], e["attempt"]) for e in lost), tuple(owners),
+               tuple((s.step_execution_id, s.attempt) for s, _ in retries))
+        if key == self._announced:
+            return
+        self._announced = key
+        engine.emit("idleWait", "", lost=lost, held=held, skippable=not clock.auto_advance,
+                    retries=[{"flowId": s.flow_id, "stepExecutionId": s.step_execution_id, "attempt": s.attempt + 1,
+                              "at": iso((s.next_attempt_at or 0.0) - offset)} for s, offset in retries])
 
     def _skipped(self, seconds: float) -> None:
         """This engine's clock jumped: so do the clocks of the flows it drives."""
@@ -365,6 +417,10 @@ class Scheduler:
             if t is not None:
                 times.append(t)
         return (min(times) if times else None), live
+
+
+def _first_deadline(step: StepRecord) -> float:
+    return min(t for t in (step.heartbeat_deadline, step.attempt_deadline, step.total_deadline) if t is not None)
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -89,8 +89,9 @@ class LintReport:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
-    def exit_code(self, strict: bool = False) -> int:
-        return 1 if self.errors or (strict and self.warnings) else 0
+    def exit_code(self, exit_zero: bool = False) -> int:
+        # like ruff and flake8: any finding fails a CI step unless the caller opts out
+        return 1 if self.findings and not exit_zero else 0
 
 
 def short_path(path: str) -> str:

@@ -110,8 +110,8 @@ class RunLintReport:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
-    def exit_code(self, strict: bool = False) -> int:
-        return 1 if strict and self.warnings else 0
+    def exit_code(self, exit_zero: bool = False) -> int:
+        return 1 if self.findings and not exit_zero else 0
 
 
 def lint_run(flow_id: str, flow_type: str, steps: Iterable[StepRun], flow: Any | None = None) -> RunLintReport:

@@ -283,6 +283,57 @@ def _followed_helper(call: ast.Call, fi: FuncInfo, methods: dict[str, FuncInfo])
     return None
 
 
+def _returned_value(ret: ast.Return) -> ast.AST | None:
+    if ret.value is None:
+        return None
+    return ret.value.value if isinstance(ret.value, ast.Await) else ret.value
+
+
+def _decision_returners(functions: list[FuncInfo], methods: dict[str, FuncInfo]) -> list[FuncInfo]:
+    """The functions whose return value is the step's decision: `execute`, and the helpers whose
+    result it returns (`return self._decide(x)`, `return choose(x)`), transitively. A helper that
+    returns data (`state = provider_state(...)`) is not one: its returns decide nothing."""
+    execute = methods.get("execute")
+    if execute is None:
+        return []
+    read = {id(fi.node) for fi in functions}
+    found: list[FuncInfo] = []
+    done: set[int] = set()
+    todo = [execute]
+    while todo:
+        fi = todo.pop(0)
+        if id(fi.node) in done or id(fi.node) not in read:
+            continue
+        done.add(id(fi.node))
+        found.append(fi)
+        for n in walk_own(fi.node):
+            value = _returned_value(n) if isinstance(n, ast.Return) else None
+            if isinstance(value, ast.Call):
+                helper = _followed_helper(value, fi, methods)
+                if helper is not None:
+                    todo.append(helper)
+    return found
+
+
+def _unknown_returns(fi: FuncInfo, methods: dict[str, FuncInfo], deciding: bool) -> list[Site]:
+    """A decision function's returns whose decision cannot be read from source."""
+    out: list[Site] = []
+    for n in walk_own(fi.node):
+        if not isinstance(n, ast.Return):
+            continue
+        value = _returned_value(n)
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            continue
+        if _contains_decision(value):
+            continue
+        if isinstance(value, ast.Call) and _followed_helper(value, fi, methods) is not None:
+            continue
+        if isinstance(value, ast.Name) and deciding:
+            continue  # a name bound to a decision made above
+        out.append(Site("unknown", None, unparse(value), fi.file, n.lineno, fi))
+    return out
+
+
 @lru_cache(maxsize=512)
 def step_source(cls: type) -> StepSource:
     """Every decision site of a step class (cached per class)."""
@@ -293,6 +344,7 @@ def step_source(cls: type) -> StepSource:
     seen: set[int] = set()
     functions: list[FuncInfo] = []
     sites: list[Site] = []
+    deciding: set[int] = set()  # functions that call go_to or a terminal
     while todo:
         fi = todo.pop(0)
         if id(fi.node) in seen:
@@ -326,20 +378,9 @@ def step_source(cls: type) -> StepSource:
             elif name in TERMINALS:
                 has_decision = True
                 sites.append(Site(TERMINALS[name], None, unparse(n), fi.file, line, fi))
-        for n in nodes:
-            if not isinstance(n, ast.Return) or n.value is None:
-                continue
-            value = n.value.value if isinstance(n.value, ast.Await) else n.value
-            if isinstance(value, ast.Constant) and value.value is None:
-                continue
-            if _contains_decision(value):
-                continue
-            if isinstance(value, ast.Call) and _followed_helper(value, fi, methods) is not None:
-                continue
-            if isinstance(value, ast.Name) and has_decision:
-                continue
-            if fi.name != "execute" and fi.owner is not None:
-                continue  # helper methods return data; only execute's returns are decisions
-            sites.append(Site("unknown", None, unparse(value), fi.file, n.lineno, fi))
+        if has_decision:
+            deciding.add(id(fi.node))
+    for fi in _decision_returners(functions, methods):
+        sites.extend(_unknown_returns(fi, methods, id(fi.node) in deciding))
     sites.sort(key=lambda s: (s.func.name != "execute", s.file, s.line))
     return StepSource(True, sites, functions)

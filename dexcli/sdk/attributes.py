@@ -38,6 +38,11 @@ class AttributeIndex:
     index_key: str = ""
 
 
+def index_key(index: AttributeIndex, name: str) -> str:
+    """The search key an attribute named `name` is indexed under."""
+    return index.index_key or name
+
+
 @dataclass(frozen=True)
 class AttributeLock:
     """A lock on an Attribute (or one AttributeMap instance) for a step method or an RPC."""

@@ -66,6 +66,12 @@ def compile_query(query: Query, key_type: KeyType, dense: Dense | None = None) -
                     walk=bool(indexed) and not selective)
 
 
+def index_keys_of(query: Query) -> list[str]:
+    """The index keys a query names (not the built-in keys), in order, once each."""
+    keys = [c.key for c in _comparisons(query.where)] + [query.order_key]
+    return list(dict.fromkeys(k for k in keys if k not in BUILTINS))
+
+
 def _comparisons(node: Node | None) -> list[Compare]:
     if isinstance(node, Compare):
         return [node]

@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dexcli.store.query import Query, QueryError, parse
-from dexcli.store.query_sql import Compiled, compile_query
+from dexcli.store.query_sql import BUILTINS, Compiled, compile_query, index_keys_of
 from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from dexcli.store.store import Store
 
+BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DENSE_MATCHES = 2000  # an index comparison matching this many flows is not selective
@@ -110,6 +111,22 @@ def _read_token(token: str, q: Compiled) -> tuple[Any, str]:
     if key != q.order_key or descending != q.descending or not isinstance(flow_id, str):
         raise QueryError("the page token belongs to a query with another ORDER BY")
     return value, flow_id
+
+
+def unseen_keys(store: Store, query: str) -> list[str]:
+    """The index keys `query` names that no flow in the database has (a typo, or a key of a
+    flow type that has not run yet: the caller can tell them apart). Raises QueryError."""
+    keys = index_keys_of(parse(query))
+
+    def unseen(tx: Any) -> list[str]:
+        return [k for k in keys if key_type(tx.c, k) is None]
+
+    return store.read(unseen)
+
+
+def index_keys(store: Store) -> list[str]:
+    """Every index key some flow in the database has, sorted."""
+    return store.read(lambda tx: sorted(r[0] for r in tx.c.execute("SELECT DISTINCT key FROM search_attributes")))
 
 
 def attribute_value(store: Store, flow_id: str, key: str) -> str | None:

@@ -247,6 +247,24 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return [Runnable(step_record(r[:-5], db), stored_state(FlowState, r[-5], db, "flows", repr(r[0]), "status"),
                          r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
+    def retrying_steps(self, flow_ids: list[str] | None, limit: int) -> list[tuple[StepRecord, float]]:
+        """Steps that run again with no timer firing and no outside event: a retry backing off,
+        any queued step but the first step of a flow with a start delay before its first try
+        (that one waits on a timer). First due first, each with its flow's clock offset."""
+        if flow_ids == []:
+            return []
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        sql = (f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+               f"WHERE {STEPS_DUE} AND (s.status = 'BACKOFF' OR (s.status = 'QUEUED' AND NOT ("
+               "s.attempt = 0 AND s.lock_wait IS NULL AND f.start_delay IS NOT NULL "
+               "AND s.from_step_execution_id = '__start__')))")
+        args: list[Any] = []
+        if flow_ids is not None:
+            sql += f" AND s.flow_id IN {_in(flow_ids)}"
+            args += flow_ids
+        sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
+        return [(step_record(r[:-1], db_of(self.c)), float(r[-1])) for r in self.c.execute(sql, (*args, limit)).fetchall()]
+
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
         """Running steps other owners hold whose first deadline has passed by `now` (real

@@ -41,7 +41,7 @@ def test_skip_all_moves_every_running_flow(cli):
 def test_time_skip_says_what_is_wrong(cli):
     start_flow(cli.db, "three-steps", "a", 1)
     cli.ok("run", "three-steps", "--input", "1", "--flow-id", "done")
-    assert_error(cli("time", "skip", "1m"), 2, "name the flows (FLOW_ID ...) or pass --all")
+    assert_error(cli("time", "skip", "1m"), 2, "which flows? name them (dex time skip 2m FLOW_ID) or pass --all")
     assert_error(cli("time", "skip", "1m", "a", "--all"), 2, "not both")
     assert_error(cli("time", "skip", "1m", "nope"), 3, "no flow with id 'nope'")
     assert_error(cli("time", "skip", "1m", "done"), 4, "flow done is already COMPLETED")

@@ -134,6 +134,7 @@ def test_an_unknown_rpc_exits_2_listing_the_flows_rpcs(cli: Cli, votes: str) -> 
     (["vote"], "RPC vote takes an input: pass --input JSON"),
     (["count", "--input", "1"], "RPC count takes no input"),
     (["vote", "--input", "{nope"], "--input is not valid JSON"),
+    (["vote", "--input", "dana"], "a string is quoted in JSON: --input '\"dana\"'"),
     (["vote", "--input", "7"], "input for RPC vote"),
 ])
 def test_rpc_input_mistakes_exit_2(cli: Cli, votes: str, args: list[str], fragment: str) -> None:

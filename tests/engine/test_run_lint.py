@@ -83,7 +83,7 @@ def test_a_run_that_polled_by_timer_five_times_is_reported_with_the_count_and_wh
                                       "itself 5 times in a row (PollJob-1 … PollJob-6, each after 30 s).")
     assert finding.file == __file__ and finding.line is not None
     assert "go_to(PollJob" in Path(__file__).read_text().splitlines()[finding.line - 1]
-    assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
+    assert report.exit_code() == 1 and report.exit_code(exit_zero=True) == 0
 
 
 def test_two_moves_are_not_yet_a_polling_loop_and_a_run_without_the_definition_says_the_flow() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,18 @@ from dexcli import (
     AsyncContext,
     AsyncWorker,
     Client,
+    Context,
     Flow,
     FlowDefinitionError,
+    FlowStatus,
     Registry,
+    RetryPolicy,
     Step,
     StepDecision,
     StepList,
+    StepOptions,
+    Timer,
+    Wait,
     Worker,
     graceful_complete,
 )
@@ -133,3 +140,48 @@ def test_what_has_no_local_meaning_is_refused_loudly(tmp_path: Path) -> None:
             _ = worker.worker_target
         with pytest.raises(AttributeError):
             _ = worker.no_such_member
+
+
+class LongWait(Step[int]):
+    def wait_for(self, context: Context, input: int) -> Wait:
+        return Wait.any_of(Timer.by_duration(timedelta(hours=24), condition_id="day"))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class FailsOnce(Step[int]):
+    tries = 0
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(seconds=1)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        FailsOnce.tries += 1
+        if FailsOnce.tries == 1:
+            raise RuntimeError("once")
+        return graceful_complete(input)
+
+
+class LongWaitFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(LongWait())
+
+
+class FailsOnceFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(FailsOnce())
+
+
+def test_until_idle_on_real_time_leaves_timers_but_waits_for_retries(tmp_path: Path) -> None:
+    """Idle: nothing runs again unless a timer fires or someone acts. A 24 h timer does not keep
+    run(until_idle=True) going (on main it waited for it); a retry backing off does."""
+    db = tmp_path / "dex.db"
+    flows = [LongWaitFlow(), FailsOnceFlow()]
+    with Client(Registry(flows), db=db) as client:
+        client.start_flow(LongWaitFlow(), "long", 1)
+        client.start_flow(FailsOnceFlow(), "retry", 2)
+        with Worker(Registry(flows), db=db) as worker:
+            worker.run(until_idle=True)
+        assert client.describe_flow("retry").status is FlowStatus.COMPLETED and FailsOnce.tries == 2
+        assert client.describe_flow("long").status is FlowStatus.RUNNING

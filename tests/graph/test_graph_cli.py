@@ -67,15 +67,16 @@ def test_lint_example_flows_clean(app):
     res = run(app, "lint")
     assert res.exit_code == 0
     assert "PollingFlow   ✓ Valid   ✓ no findings" in res.output
-    assert run(app, "lint", "polling", "--strict").exit_code == 0
+    assert run(app, "lint", "polling", "--exit-zero").exit_code == 0
 
 
 def test_lint_warning_exit_codes(app):
     res = run(app, "lint", "--file", file_ref("heartbeat_window"))
-    assert res.exit_code == 0
+    assert res.exit_code == 1  # a warning is a finding: it fails, as in ruff and flake8
     assert "heartbeat_window.py:22: warning [heartbeat-window]" in res.output
     assert "1 warning" in res.output
-    assert run(app, "lint", "--file", file_ref("heartbeat_window"), "--strict").exit_code == 1
+    res = run(app, "lint", "--file", file_ref("heartbeat_window"), "--exit-zero")
+    assert res.exit_code == 0 and "1 warning" in res.output
 
 
 def test_lint_error_exit_code_and_json(app):
@@ -90,4 +91,4 @@ def test_lint_error_exit_code_and_json(app):
 
 def test_lint_reports_silenced_count(app):
     res = run(app, "lint", "--file", file_ref("silenced"))
-    assert res.exit_code == 0 and "1 silenced by # dex: ignore" in res.output
+    assert res.exit_code == 0 and "1 silenced by # dex: ignore" in res.output  # silenced: no finding

@@ -206,3 +206,17 @@ def test_graph_package_imports_no_cli_or_engine_modules():
             "or m.startswith(('dexcli.engine','dexcli.store','dexcli.cli'))];print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_helpers_return_is_a_decision_only_when_execute_returns_it():
+    graph = build_graph(load_bad("helper_returns"))
+    assert graph.valid
+    assert [(e.target, e.kind) for e in graph.out_edges("Compute")] == [("Decide", "goTo")]
+    unknown = [e for e in graph.out_edges("Decide") if e.target is None]
+    assert len(unknown) == 1 and "DECISIONS[n]" in unknown[0].detail  # execute returns route's: a "?"
+
+
+def test_the_payment_example_draws_no_edge_from_its_provider_helper():
+    graph = build_graph(load_flow("payment")[0])
+    assert set(edges(graph)) == {("START", "AwaitPayment", "start"), ("AwaitPayment", "RecordSettlement", "goTo"),
+                                 ("RecordSettlement", "end", "gracefulComplete")}

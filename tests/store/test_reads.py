@@ -108,6 +108,26 @@ def test_schedule_due_is_the_first_queued_or_retry_time(store: Store) -> None:
     assert store.schedule(["nope"], "me").due is None
 
 
+def test_retrying_steps_are_queued_and_backing_off_steps_not_timers_or_start_delays(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "d")
+        tx.c.execute("UPDATE flows SET start_delay = 3600 WHERE flow_id = 'd'")
+        add_step(tx, "f", "Retry-1", status=StepState.BACKOFF, attempt=1, next_attempt_at=T0 + 20)
+        add_step(tx, "f", "Again-1", attempt=2, next_attempt_at=T0 + 5)  # an attempt given back
+        add_step(tx, "f", "Locked-1", lock_wait="counter", next_attempt_at=T0 + 1)
+        add_step(tx, "f", "Next-1", from_step_execution_id="Retry-1", next_attempt_at=T0 + 2)
+        add_step(tx, "f", "Waits-1", status=StepState.WAITING, attempt=1, next_attempt_at=T0 + 10)  # a timer
+        add_step(tx, "d", "Delayed-1", next_attempt_at=T0 + 3600)  # its start delay: a timer
+        add_step(tx, "d", "Later-1", from_step_execution_id="Delayed-1", next_attempt_at=T0 + 3)
+    with store.tx() as tx:
+        assert [s.step_execution_id for s, _ in tx.retrying_steps(None, 10)] == [
+            "Locked-1", "Next-1", "Later-1", "Again-1", "Retry-1"]
+        assert [s.step_execution_id for s, _ in tx.retrying_steps(["d"], 10)] == ["Later-1"]
+        assert [s.step_execution_id for s, _ in tx.retrying_steps(["f"], 1)] == ["Locked-1"]
+        assert tx.retrying_steps(["g"], 10) == [] and tx.retrying_steps([], 10) == []
+
+
 def test_schedule_foreign_lists_other_owners_running_attempts_with_their_first_deadline(store: Store) -> None:
     with store.tx() as tx:
         add_flow(tx, "f")
