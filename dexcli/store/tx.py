@@ -263,7 +263,8 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             sql += f" AND s.flow_id IN {_in(flow_ids)}"
             args += flow_ids
         sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
-        return [(step_record(r[:-1], db_of(self.c)), float(r[-1])) for r in self.c.execute(sql, (*args, limit)).fetchall()]
+        db = db_of(self.c)
+        return [(step_record(r[:-1], db), float(r[-1])) for r in self.c.execute(sql, (*args, limit)).fetchall()]
 
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
