@@ -144,6 +144,8 @@ class Scheduler:
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
         try:
+            if flow_ids is not None:
+                self._find_unloadable(flow_ids)
             first = self._start_held(flow_ids)
             while True:
                 if until_idle and not engine.runs and flow_ids and self._closed.issuperset(flow_ids):
@@ -166,6 +168,21 @@ class Scheduler:
             self._all, self._driving = False, None
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
+
+    def _find_unloadable(self, flow_ids: list[str]) -> None:
+        """Before the first pass: note the named flows an open step of which this process cannot
+        run (its class is gone, the flow's code does not load). A drive refused for them then
+        refuses before it changes anything: no skip of their clocks, no timer of theirs fired.
+        Starts leased to this run were just made from a loaded definition: not read again."""
+        engine = self.engine
+        for fid in flow_ids:
+            flow = None if fid in self._held or fid in engine.unloadable else engine.store.get_flow(fid)
+            if flow is None or not flow.is_running:
+                continue
+            for step in engine.store.steps_of(fid):
+                if step.status.is_open and engine.definitions.step_for(
+                        fid, flow.flow_type, flow.flow_ref, step.step_type) is None:
+                    break
 
     def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
         """Start the attempts starts leased to this run() (no claim); give back those of flows
