@@ -33,7 +33,7 @@ from typing import Any
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
-from dexcli.engine.attempt import AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions, Loader
@@ -256,6 +256,8 @@ class Engine:
         try:
             self.attempt_started(run)
             await self._attempt(run)
+            if run.fenced == STOPPING:  # the handler swallowed the stop's cancellation (wait_for can)
+                self.interrupted(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
             self.interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
@@ -273,9 +275,9 @@ class Engine:
     def interrupted(self, run: AttemptRun) -> None:
         """It was cancelled: fenced (lease lost, flow closed), or this process is stopping (then
         `release_interrupted` gives it back)."""
-        if run.fenced is None:
+        if run.fenced in (None, STOPPING):  # not fenced with a reason of its own
             self._stopped.append(run)
-        run.fence("cancelled")
+        run.fence(STOPPING)
 
     def _halt(self) -> None:
         halt(list(self.runs.values()))

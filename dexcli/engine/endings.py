@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
-from dexcli.engine.attempt import AttemptRun
+from dexcli.engine.attempt import STOPPING, AttemptRun
 from dexcli.engine.batch import Unit
 from dexcli.engine.outcome import WaitResult
 
@@ -49,7 +49,7 @@ class Endings:
         except t.Fenced:
             self.not_owned(run)
         except asyncio.CancelledError:
-            run.fence(run.fenced or "cancelled")  # cancelled before its commit: skipped
+            run.fence(run.fenced or STOPPING)  # cancelled before its commit: skipped
             raise
 
     @staticmethod
