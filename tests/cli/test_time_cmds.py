@@ -61,7 +61,8 @@ def test_run_with_time_skip_moves_only_its_own_flow_and_starts_in_real_time(cli)
 
 
 def test_reset_puts_a_flow_back_on_real_time(cli):
-    cli.ok("run", "polling", "--flow-id", "demo", "--job-duration", "2m", "--time-skip")
+    start_flow(cli.db, "polling", "demo", job_duration=120)
+    cli.ok("time", "skip", "2m", "demo")
     res = cli.ok("time", "reset", "demo")
     assert res.stdout.startswith("demo: back on real time (its times moved back ")
     assert _offsets(cli) == {"demo": 0.0}
@@ -69,3 +70,12 @@ def test_reset_puts_a_flow_back_on_real_time(cli):
     assert "every flow runs on real time" in cli.ok("time").stdout
     assert cli.ok("doctor").stdout.strip().endswith("0 problem(s)")
     assert_error(cli("time", "reset", "nope"), 3, "no flow with id 'nope'")
+
+
+def test_reset_of_a_closed_flow_is_refused_and_changes_nothing(cli):
+    cli.ok("run", "polling", "--flow-id", "done", "--job-duration", "2m", "--time-skip")
+    before = cli.json("inspect", "done", "--json")
+    assert _offsets(cli)["done"] >= 100
+    assert_error(cli("time", "reset", "done"), 4, "flow done is already COMPLETED: its clock no longer runs")
+    assert cli.json("inspect", "done", "--json")["history"] == before["history"]
+    assert _offsets(cli)["done"] >= 100
