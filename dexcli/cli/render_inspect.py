@@ -15,6 +15,7 @@ from dexcli.cli.config import format_duration
 from dexcli.cli.render import (
     STATUS_STYLE,
     _duration_between,
+    attempt_label,
     clock_time,
     decision_text,
     due_in,
@@ -124,7 +125,7 @@ def _steps_table(snap: dict[str, Any], now: float) -> Table:
             else:
                 info = ""
             table.add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
-                          f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
+                          attempt_label(st, a["attempt"], a.get("method")), clock_time(a["startTime"]),
                           format_duration(dur) if dur is not None else "-",
                           Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
             first = False
