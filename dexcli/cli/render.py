@@ -159,7 +159,8 @@ def step_lines(step: dict[str, Any], now: float, flow_id: str = "") -> list[Rend
 def _ended_step_lines(step: dict[str, Any], head: Text) -> list[RenderableType]:
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
-    dur = _duration_between(last["startTime"], last["endTime"]) if last else None
+    # the step's whole time, from its first attempt: its wait (wait_for to execute) and retries count
+    dur = _duration_between(step["attempts"][0]["startTime"], last["endTime"]) if last else None
     head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
     if step["status"] == "COMPLETED":
         head.append(decision_text(step["decision"]))
@@ -326,11 +327,10 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
 def final_card(snap: dict[str, Any]) -> RenderableType:
     s = snap["summary"]
     status = s["flowStatus"]
-    start, close = parse_iso(s["startTime"]), parse_iso(s["closeTime"])
     t = Text(" ")
     t.append(status, style=f"bold {STATUS_STYLE.get(status, '')}")
-    if start is not None and close is not None:
-        t.append(f" in {format_duration(close - start)}")
+    if s.get("durationSeconds") is not None:
+        t.append(f" in {format_duration(s['durationSeconds'])}")
     if s["completions"]:
         outs = ", ".join(json.dumps(c["output"]) for c in s["completions"])
         t.append(f"   result: {outs}")

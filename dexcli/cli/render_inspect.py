@@ -68,10 +68,11 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
     start = parse_iso(s["startTime"]) or now
-    end = parse_iso(s["closeTime"]) or now
+    ran = s.get("durationSeconds")
     title = Text(f" {s['flowType']} · {s['flowId']} · ", style="bold")
     title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
-    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(end - start)}")
+    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} "
+                 f"{format_duration(now - start if ran is None else ran)}")
     parts: list[RenderableType] = [title]
     meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
     if offset:

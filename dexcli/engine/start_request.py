@@ -27,6 +27,13 @@ class InvalidFlowIdError(ValueMappingError):
     """A flow id dex cannot store (empty, or with '/', '$' or ':')."""
 
 
+def check_flow_id(flow_id: str) -> str:
+    """The flow id, if dex can store it (an empty one is refused, not replaced by a new one)."""
+    if not flow_id or any(c in flow_id for c in "/$:"):
+        raise InvalidFlowIdError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
+    return flow_id
+
+
 def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
                   flow_ref: str | None, request_id: str | None, ignore_already_started: bool,
                   options: StartFlowOptions | None = None) -> t.StartRequest:
@@ -36,9 +43,7 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     start = definition.start_step
     if start is None:
         raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
-    flow_id = new_flow_id(definition.flow_type) if flow_id is None else flow_id
-    if not flow_id or any(c in flow_id for c in "/$:"):
-        raise InvalidFlowIdError(f"flow id {flow_id!r} must be non-empty and contain no '/', '$' or ':'")
+    flow_id = check_flow_id(new_flow_id(definition.flow_type) if flow_id is None else flow_id)
     try:
         input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
     except ValueMappingError as exc:
