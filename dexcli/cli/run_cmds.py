@@ -209,6 +209,7 @@ def resume(
             _show_ended(store, flow_id, json_out)
             raise typer.Exit(exit_code_for(row.status.value))
         engine = build_engine(store, time_skip=time_skip)
+        engine.check_runnable(flow_id)
         hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
         code = drive_flow(engine, out_console(), flow_id, mode=view_mode(json_out), time_skip=time_skip,
                           err=err_console(), hints=hints)

@@ -36,7 +36,7 @@ from dexcli.engine import waiting as w
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
-from dexcli.engine.definitions import Definitions, Loader
+from dexcli.engine.definitions import Definitions, Loader, cannot_run
 from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
@@ -97,6 +97,14 @@ class Engine:
     def unloadable(self) -> dict[str, str]:
         """Flow id -> why this process cannot load its code (it is skipped)."""
         return self.definitions.unloadable
+
+    def check_runnable(self, flow_id: str) -> None:
+        """Refuse a flow this process cannot run (an open step's class is gone, its code does not
+        load) before a drive of it starts: then nothing of it has changed, and nothing is shown."""
+        self.scheduler.find_unloadable([flow_id])
+        reason = self.unloadable.get(flow_id)
+        if reason is not None:
+            raise cannot_run(flow_id, reason)
 
     def now(self, flow_id: str | None = None) -> float:
         """The time on a flow's clock (real time plus the flow's offset), or real time."""

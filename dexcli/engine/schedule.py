@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
 from dexcli.engine.deadlines import owner_alive
-from dexcli.engine.definitions import FlowNotRegisteredError
+from dexcli.engine.definitions import cannot_run
 from dexcli.engine.transitions import AttemptKey, Leased, give_back
 from dexcli.store import Schedule
 
@@ -145,7 +145,7 @@ class Scheduler:
             clock.on_advance = self._skipped
         try:
             if flow_ids is not None:
-                self._find_unloadable(flow_ids)
+                self.find_unloadable(flow_ids)
             first = self._start_held(flow_ids)
             while True:
                 if until_idle and not engine.runs and flow_ids and self._closed.issuperset(flow_ids):
@@ -153,7 +153,7 @@ class Scheduler:
                 ids = self._ids = self._scope(flow_ids)
                 if flow_ids is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
-                    raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
+                    raise cannot_run(fid, engine.unloadable[fid])
                 sched = first if first is not None else self._pass(ids)
                 first = None
                 if stop is not None and stop():
@@ -169,7 +169,7 @@ class Scheduler:
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
 
-    def _find_unloadable(self, flow_ids: list[str]) -> None:
+    def find_unloadable(self, flow_ids: list[str]) -> None:
         """Before the first pass: note the named flows an open step of which this process cannot
         run (its class is gone, the flow's code does not load). A drive refused for them then
         refuses before it changes anything: no skip of their clocks, no timer of theirs fired.
