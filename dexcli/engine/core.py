@@ -248,12 +248,14 @@ class Engine:
             run.driver = SyncAttempt(self, run, ctx)
         else:
             task = loop.create_task(self._run_attempt(run), context=ctx)
-            task.add_done_callback(lambda _: self._never_began(run))
+            task.add_done_callback(lambda done: self._never_began(run, done))
             run.driver = task
 
-    def _never_began(self, run: AttemptRun) -> None:
+    def _never_began(self, run: AttemptRun, task: asyncio.Task[None]) -> None:
         """A task cancelled before its first step (its flow closed in the same loop pass, or
         the loop stopped) never ran `_run_attempt`: end it here as its `finally` would."""
+        if not task.cancelled():
+            task.exception()  # a Ctrl-C raised in it went on to stop the drive: seen, not logged
         if not run.began:
             self.interrupted(run)
             self.attempt_ended(run)
@@ -270,6 +272,9 @@ class Engine:
             self.interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
             self.unrecorded(run, exc)
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C landed in this attempt's own code: stopping
+            self.interrupted(run)
+            raise
         finally:
             self.attempt_ended(run)
 

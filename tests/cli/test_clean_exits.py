@@ -43,14 +43,16 @@ def steps_of(db: Path, flow_id: str) -> dict[str, Any]:
 
 
 def wait_for_running_attempt(db: Path, flow_id: str, seid: str, proc: subprocess.Popen[str],
-                             deadline_s: float = 10.0) -> None:
-    """Until the process holds an open (RUNNING) attempt of that step execution."""
+                             deadline_s: float = 10.0, heartbeats: int = 0) -> None:
+    """Until the process holds an open (RUNNING) attempt of that step execution (that has
+    recorded at least `heartbeats` heartbeats)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         assert proc.poll() is None, proc.communicate()
         store = Store(db)
         try:
-            if any(a.step_execution_id == seid and a.end_time is None for a in store.attempts_of(flow_id)):
+            if any(a.step_execution_id == seid and a.end_time is None and a.heartbeats >= heartbeats
+                   for a in store.attempts_of(flow_id)):
                 return
         finally:
             store.close()
@@ -169,6 +171,7 @@ from dexcli import AsyncContext, Flow, Step, StepDecision, StepList, graceful_co
 
 class Slow(Step[None]):
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:
+        await context.heartbeat()  # the test stops it once this is recorded: it is in its sleep
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
@@ -190,7 +193,7 @@ def test_an_attempt_that_swallows_the_stop_is_released_too(tmp_path: Path, how: 
     db, path = tmp_path / "dex.db", tmp_path / "slow.py"
     path.write_text(SWALLOWING_FLOW)
     proc = spawn(db, "run", "--file", f"{path}:SlowFlow", "--flow-id", "s", "--json")
-    wait_for_running_attempt(db, "s", "Slow-1", proc)
+    wait_for_running_attempt(db, "s", "Slow-1", proc, heartbeats=1)
     if how == "sigint":
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
