@@ -49,7 +49,8 @@ class FakeJobService:
 
     def configure_job(self, job_id: str, *, duration_seconds: float | None = None, fails: bool = False) -> None:
         """Set how a job will behave before it starts (knobs for demos and tests)."""
-        spec = {"duration": duration_seconds or FAKE_JOB_DURATION_SECONDS, "fails": fails,
+        duration = FAKE_JOB_DURATION_SECONDS if duration_seconds is None else duration_seconds  # 0: done at once
+        spec = {"duration": duration, "fails": fails,
                 "started_at": None, "completed_at": None}
         self._h().kv_put(_NS, job_id, spec)
 
@@ -100,7 +101,8 @@ class FakeJobService:
 
 def status_of(job_id: str, rec: dict[str, Any], now: float) -> JobStatus:
     elapsed = now - rec["started_at"]
-    duration = rec.get("duration") or FAKE_JOB_DURATION_SECONDS
+    duration = rec.get("duration")
+    duration = FAKE_JOB_DURATION_SECONDS if duration is None else duration
     if rec.get("completed_at") is not None:
         return JobStatus(job_id, JobState.SUCCEEDED, f"artifact for {job_id}")
     if elapsed >= duration:

@@ -60,7 +60,7 @@ POLLING = FlowPlugin(
     flow="dexcli_flows.polling:PollingFlow",
     description="Wait for a simulated external job: progress on each status change, result at the end.",
     run_options=(
-        Option("--job-duration", "How long the simulated job runs (default 6s).", kind="duration"),
+        Option("--job-duration", "How long the simulated job runs (default 6s; 0s: done at once).", kind="duration"),
         Option("--job-fails", "The simulated job ends FAILED.", kind="flag"),
     ),
     before_start=configure_job,

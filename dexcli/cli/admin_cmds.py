@@ -62,7 +62,8 @@ def time_show(ctx: typer.Context,
 
 
 def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: str) -> list[str]:
-    """The flows a `dex time` command moves: those named (each must exist), or with --all every
+    """The flows a `dex time` command moves: those named (each must exist and be running: a
+    closed flow's times are its history, neither skipped nor reset), or with --all every
     running flow."""
     if all_running and flow_ids:
         raise UsageError(f"time {verb}: name the flows (FLOW_ID ...) or pass --all, not both")
@@ -74,7 +75,7 @@ def _flows_to_move(store: Store, flow_ids: list[str], all_running: bool, verb: s
         return store.running_flow_ids()
     for fid in flow_ids:
         flow = flow_or_not_found(store, fid)
-        if verb == "skip" and not flow.is_running:
+        if not flow.is_running:
             raise ConflictError(f"flow {fid} is already {flow.status.value}: its clock no longer runs")
     return list(flow_ids)
 

@@ -237,11 +237,13 @@ def _search_entry(flow: FlowRecord, indexed: dict[str, str]) -> dict[str, Any]:
 
 def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
     from dexcli.cli.config import format_duration
+    from dexcli.engine.views import flow_duration
 
     cells: list[tuple[str, ...]] = []
     for r in rows:
         info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
-        took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
+        ran = flow_duration(r)
+        took = format_duration(now + r.clock_offset - r.start_time if ran is None else ran)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
             took += f" (+{format_duration(r.clock_offset)}{SKIPPED}"
         cells.append((shown(r.flow_id), shown(r.flow_type), r.status.value,

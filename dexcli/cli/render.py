@@ -107,6 +107,26 @@ def _failed_attempt_lines(step: dict[str, Any]) -> list[Text]:
     return out
 
 
+def attempt_label(step: dict[str, Any], number: int, method: str | None = None) -> str:
+    """Attempt `number` of the step (of its current method, or `method`) against its
+    maximum_attempts: `2/3`. Interrupted attempts (Ctrl-C, SIGTERM, a closed output) do not
+    count against the limit, so after two of them the fifth reads `5 (3/3, +2
+    interrupted)`, never a `5/3` that looks like a broken limit."""
+    limit = step["maxAttempts"]
+    method = method or step.get("method") or "EXECUTE"
+    skipped = sum(1 for a in step["attempts"] if a["outcome"] == "INTERRUPTED" and a["attempt"] < number
+                  and (a.get("method") or "EXECUTE") == method)
+    if not limit:
+        return f"{number}/∞"
+    if not skipped:
+        return f"{number}/{limit}"
+    return f"{number} ({number - skipped}/{limit}, +{skipped} interrupted)"
+
+
+def _label(step: dict[str, Any], a: dict[str, Any]) -> str:
+    return attempt_label(step, a["attempt"], a.get("method"))
+
+
 def due_in(seconds: float, soon: str = "times out in", late: str = "overdue by") -> str:
     """`times out in 12 s`, or once that has passed, `overdue by 1 m 12 s`."""
     return f"{soon} {format_duration(seconds)}" if seconds >= 0 else f"{late} {format_duration(-seconds)}"
@@ -126,29 +146,30 @@ def step_lines(step: dict[str, Any], now: float, flow_id: str = "") -> list[Rend
     seid = step["stepExecutionId"]
     head = Text(f" {glyph} ", style=style)
     head.append(f"{seid:<24}", style="bold" if step["status"] == "RUNNING" else "")
-    max_a = step["maxAttempts"] or "∞"
     if step["status"] in ("COMPLETED", "FAILED", "CANCELED"):
-        return _ended_step_lines(step, head, max_a)
+        return _ended_step_lines(step, head)
     if step["status"] == "RUNNING":
-        return _running_step_lines(step, head, max_a)
+        return _running_step_lines(step, head)
     if step["status"] == "BACKOFF":
-        return _backoff_step_lines(step, max_a, flow_id)
+        return _backoff_step_lines(step, flow_id)
     lock_wait = rl.lock_wait_text(step)
     head.append(lock_wait or "queued", style="yellow" if lock_wait else "dim")
     return [head]
 
 
-def _ended_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[RenderableType]:
+def _ended_step_lines(step: dict[str, Any], head: Text) -> list[RenderableType]:
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
-    dur = _duration_between(last["startTime"], last["endTime"]) if last else None
+    # the step's whole time, from its first attempt: its wait (wait_for to execute) and retries count
+    dur = _duration_between(step["attempts"][0]["startTime"], last["endTime"]) if last else None
     head.append(f"{format_duration(dur) if dur is not None else '':>8}   ")
     if step["status"] == "COMPLETED":
         head.append(decision_text(step["decision"]))
         if last is not None and sum(a.get("method") != "WAIT_FOR" for a in step["attempts"]) > 1:
-            head.append(f"  (attempt {last['attempt']}/{max_a})", style="dim")
+            label = _label(step, last)
+            head.append(f"  attempt {label}" if "(" in label else f"  (attempt {label})", style="dim")
     elif step["status"] == "FAILED" and last:
-        head.append(f"{last['errorType']} after attempt {last['attempt']}/{max_a}", style="red")
+        head.append(f"{last['errorType']} after attempt {_label(step, last)}", style="red")
     else:
         head.append("canceled", style="yellow")
     lines.append(head)
@@ -162,11 +183,11 @@ def _ended_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Rend
     return lines
 
 
-def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[RenderableType]:
+def _running_step_lines(step: dict[str, Any], head: Text) -> list[RenderableType]:
     lines: list[RenderableType] = []
     r = step["running"]
     opts = step["options"]
-    head.append(f"attempt {step['attempt']}/{max_a}   running {format_duration(r['secondsRunning'])}")
+    head.append(f"attempt {attempt_label(step, step['attempt'])}   running {format_duration(r['secondsRunning'])}")
     lines.append(head)
     lines.extend(_failed_attempt_lines(step))
     hb_to = opts["heartbeatTimeout"]
@@ -200,12 +221,12 @@ def _running_step_lines(step: dict[str, Any], head: Text, max_a: Any) -> list[Re
     return lines
 
 
-def _backoff_step_lines(step: dict[str, Any], max_a: Any, flow_id: str) -> list[RenderableType]:
+def _backoff_step_lines(step: dict[str, Any], flow_id: str) -> list[RenderableType]:
     """A retrying step: the next attempt, when, the time left, and how to stop it (retries
     are unlimited unless the step sets maximum_attempts)."""
     lines: list[RenderableType] = []
     last = step["attempts"][-1] if step["attempts"] else None
-    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {step['attempt'] + 1}/{max_a} · "
+    nxt = Text(f" … {step['stepExecutionId']:<24}attempt {attempt_label(step, step['attempt'] + 1)} · "
                f"{due_in(step.get('secondsToNextAttempt') or 0, 'next in')} · total left "
                f"{format_duration(max(0.0, step.get('secondsTotalLeft', 0.0)))}", style="yellow")
     if flow_id:
@@ -337,11 +358,10 @@ class Pieces:
 def final_card(snap: dict[str, Any]) -> RenderableType:
     s = snap["summary"]
     status = s["flowStatus"]
-    start, close = parse_iso(s["startTime"]), parse_iso(s["closeTime"])
     t = Text(" ")
     t.append(status, style=f"bold {STATUS_STYLE.get(status, '')}")
-    if start is not None and close is not None:
-        t.append(f" in {format_duration(close - start)}")
+    if s.get("durationSeconds") is not None:
+        t.append(f" in {format_duration(s['durationSeconds'])}")
     if s["completions"]:
         outs = ", ".join(json.dumps(c["output"]) for c in s["completions"])
         t.append(f"   result: {outs}")
@@ -351,7 +371,7 @@ def final_card(snap: dict[str, Any]) -> RenderableType:
     return t
 
 
-def _ended_text(st: dict[str, Any], a: dict[str, Any], max_a: Any) -> str:
+def _ended_text(st: dict[str, Any], a: dict[str, Any]) -> str:
     """The plain line of an attempt that ended."""
     seid = st["stepExecutionId"]
     if a["outcome"] == "COMPLETED":
@@ -361,7 +381,7 @@ def _ended_text(st: dict[str, Any], a: dict[str, Any], max_a: Any) -> str:
         return f"⊘ {seid} attempt {a['attempt']} canceled"
     outcome = a["outcome"].lower().replace("_", " ")
     why = ": ".join(str(part) for part in (a["errorType"], a["detail"]) if part)  # INTERRUPTED has no type
-    return f"✗ {seid} attempt {a['attempt']}/{max_a} {outcome}" + (f": {why}" if why else "")
+    return f"✗ {seid} attempt {_label(st, a)} {outcome}" + (f": {why}" if why else "")
 
 
 class LineDiffer:
@@ -404,7 +424,6 @@ class LineDiffer:
         """What happened to one step execution since the last snapshot: attempts started,
         heartbeats, attempts ended, a backoff, its wait, a lock it waits for."""
         seid = st["stepExecutionId"]
-        max_a = st["maxAttempts"] or "∞"
         events: list[tuple[float, str]] = []
         for a in st["attempts"]:
             key = (seid, a.get("method"), a["attempt"])
@@ -412,7 +431,7 @@ class LineDiffer:
             t = parse_iso(a["startTime"]) or 0.0
             if prev is None:
                 what = "wait_for attempt" if a.get("method") == "WAIT_FOR" else "attempt"
-                events.append((t, f"▶ {seid} {what} {a['attempt']}/{max_a} started"))
+                events.append((t, f"▶ {seid} {what} {_label(st, a)} started"))
             if a["heartbeats"] > (prev[1] if prev else 0):
                 current = a["attempt"] == st["attempt"] and a.get("method") == st.get("method")
                 cp = (f" · checkpoint {short_value(st['lastHeartbeatValue'])}"
@@ -420,7 +439,7 @@ class LineDiffer:
                 hb_t = parse_iso(a.get("lastHeartbeatTime")) or t
                 events.append((hb_t, f"♥ {seid} heartbeat #{a['heartbeats']}{cp}"))
             if a["outcome"] != "RUNNING" and (prev is None or prev[0] == "RUNNING"):
-                events.append((parse_iso(a["endTime"]) or t, _ended_text(st, a, max_a)))
+                events.append((parse_iso(a["endTime"]) or t, _ended_text(st, a)))
             self._attempts[key] = (a["outcome"], a["heartbeats"])
         if st["status"] == "BACKOFF" and self._steps.get(seid) != f"BACKOFF{st['attempt']}":
             nt = parse_iso(st.get("nextAttemptTime")) or 0.0

@@ -15,6 +15,7 @@ from dexcli.cli.config import format_duration
 from dexcli.cli.render import (
     STATUS_STYLE,
     _duration_between,
+    attempt_label,
     clock_time,
     decision_text,
     due_in,
@@ -67,10 +68,11 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
     start = parse_iso(s["startTime"]) or now
-    end = parse_iso(s["closeTime"]) or now
+    ran = s.get("durationSeconds")
     title = Text(f" {s['flowType']} · {s['flowId']} · ", style="bold")
     title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
-    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} {format_duration(end - start)}")
+    title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} "
+                 f"{format_duration(now - start if ran is None else ran)}")
     parts: list[RenderableType] = [title]
     meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
     if offset:
@@ -144,9 +146,9 @@ def _steps_table(snap: dict[str, Any], now: float, with_start: bool = True) -> T
             else:
                 info = ""
             add_row(st["stepExecutionId"] if first else "", st["status"] if first else "",
-                          f"{a['attempt']}/{st['maxAttempts'] or '∞'}", clock_time(a["startTime"]),
-                          format_duration(dur) if dur is not None else "-",
-                          Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
+                    attempt_label(st, a["attempt"], a.get("method")), clock_time(a["startTime"]),
+                    format_duration(dur) if dur is not None else "-",
+                    Text(a["outcome"], style=_outcome_style(a["outcome"])), info)
             first = False
         if st["status"] == "RUNNING" and st["hasCheckpoint"]:
             add_row("", "", "", "", "", "checkpoint", short_value(st["lastHeartbeatValue"]))

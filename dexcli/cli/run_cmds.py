@@ -171,9 +171,9 @@ def _checked_id(engine: Engine, flow_id: str | None, definition: FlowDefinition,
     """The run's flow id (given or generated), refused if a flow has it that the id reuse
     policy does not let a new run replace."""
     from dexcli.engine.id_reuse import allows
-    from dexcli.engine.start_request import new_flow_id
+    from dexcli.engine.start_request import check_flow_id, new_flow_id
 
-    fid = flow_id or new_flow_id(definition.flow_type)
+    fid = new_flow_id(definition.flow_type) if flow_id is None else check_flow_id(flow_id)
     existing = engine.store.get_flow(fid)
     if existing is not None and not allows(options.id_reuse_policy.name, existing):
         raise ConflictError(f"flow {fid} already exists ({existing.status.value}); choose another --flow-id, "
@@ -217,6 +217,7 @@ def resume(
             _show_ended(store, flow_id, json_out)
             raise typer.Exit(exit_code_for(row.status.value))
         engine = build_engine(store, time_skip=time_skip)
+        engine.check_runnable(flow_id)
         hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
         code = drive_flow(engine, out_console(), flow_id, mode=view_mode(json_out), time_skip=time_skip,
                           err=err_console(), hints=hints)

@@ -28,6 +28,10 @@ from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResu
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, message_size
 from dexcli.store import Method
 
+# Why an attempt cancelled with no reason given has ended: this process is stopping (its loop
+# is torn down). Every other cancellation fences the attempt with its reason first.
+STOPPING = "cancelled"
+
 
 class AttemptHost(Protocol):
     """What an attempt needs of the engine that runs it."""
@@ -114,7 +118,7 @@ class AttemptRun:
         """Why this attempt may no longer act, or None. A cancellation the handler swallowed
         (asyncio.wait_for in 3.11 can) still ends it: the task keeps the request pending."""
         if self.fenced is None and self.driver is not None and self.driver.cancelling():
-            self.fence("cancelled")
+            self.fence(STOPPING)
         return self.fenced
 
     def _refuse(self, what: str) -> AttemptFencedError:

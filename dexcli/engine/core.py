@@ -34,11 +34,11 @@ from typing import Any
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
-from dexcli.engine.attempt import AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.definitions import Definitions, Loader
+from dexcli.engine.definitions import Definitions, Loader, cannot_run
 from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_waiter, thread_waiter
 from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter, Listener
@@ -103,6 +103,14 @@ class Engine:
     def unloadable(self) -> dict[str, str]:
         """Flow id -> why this process cannot load its code (it is skipped)."""
         return self.definitions.unloadable
+
+    def check_runnable(self, flow_id: str) -> None:
+        """Refuse a flow this process cannot run (an open step's class is gone, its code does not
+        load) before a drive of it starts: then nothing of it has changed, and nothing is shown."""
+        self.scheduler.find_unloadable([flow_id])
+        reason = self.unloadable.get(flow_id)
+        if reason is not None:
+            raise cannot_run(flow_id, reason)
 
     def now(self, flow_id: str | None = None) -> float:
         """The time on a flow's clock (real time plus the flow's offset), or real time."""
@@ -378,12 +386,14 @@ class Engine:
             run.driver = SyncAttempt(self, run, ctx)
         else:
             task = loop.create_task(self._run_attempt(run), context=ctx)
-            task.add_done_callback(lambda _: self._never_began(run))
+            task.add_done_callback(lambda done: self._never_began(run, done))
             run.driver = task
 
-    def _never_began(self, run: AttemptRun) -> None:
+    def _never_began(self, run: AttemptRun, task: asyncio.Task[None]) -> None:
         """A task cancelled before its first step (its flow closed in the same loop pass, or
         the loop stopped) never ran `_run_attempt`: end it here as its `finally` would."""
+        if not task.cancelled():
+            task.exception()  # a Ctrl-C raised in it went on to stop the drive: seen, not logged
         if not run.began:
             self.interrupted(run)
             self.attempt_ended(run)
@@ -394,10 +404,15 @@ class Engine:
         try:
             self.attempt_started(run)
             await self._attempt(run)
+            if run.fenced == STOPPING:  # the handler swallowed the stop's cancellation (wait_for can)
+                self.interrupted(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
             self.interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
             self.unrecorded(run, exc)
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C landed in this attempt's own code: stopping
+            self.interrupted(run)
+            raise
         finally:
             self.attempt_ended(run)
 
@@ -411,9 +426,9 @@ class Engine:
     def interrupted(self, run: AttemptRun) -> None:
         """It was cancelled: fenced (lease lost, flow closed), or this process is stopping (then
         `release_interrupted` gives it back)."""
-        if run.fenced is None:
+        if run.fenced in (None, STOPPING):  # not fenced with a reason of its own
             self._stopped.append(run)
-        run.fence("cancelled")
+        run.fence(STOPPING)
 
     def _halt(self) -> None:
         halt(list(self.runs.values()))

@@ -26,6 +26,11 @@ class FlowNotRegisteredError(DexError):
     exit_code = 2
 
 
+def cannot_run(flow_id: str, reason: str) -> FlowNotRegisteredError:
+    """The refusal of a drive of a flow whose code this process cannot run."""
+    return FlowNotRegisteredError(f"cannot run flow {flow_id}: {reason}")
+
+
 class Definitions:
     def __init__(self, registry: Registry, loader: Loader | None = None) -> None:
         self.registry = registry

@@ -1,11 +1,14 @@
 """`dex doctor`: check the database's invariants and name every breach.
 
   - attempts of a step are numbered 1..n with no gap; only the last may be RUNNING, and it is
-    RUNNING exactly when the step is; a COMPLETED step has one COMPLETED attempt, its last;
+    RUNNING exactly when the step is; a step with wait_for runs its WAIT_FOR attempts first
+    (1..method_base once execute is queued) and at most one of them COMPLETED, its last (the
+    Wait it returned); a COMPLETED step has one COMPLETED EXECUTE attempt, its last;
   - no decision applied twice: at most one StepExecuteCompleted per step execution, and every
     step execution other than the start step was created by a recorded decision or failure;
   - counts match history: COMPLETED steps = StepExecuteCompleted events, FAILED steps =
-    StepExecuteFailed events, one FlowClosed exactly when the flow is closed;
+    StepExecuteFailed events (StepWaitForFailed for a step whose wait_for failed it), one
+    FlowClosed exactly when the flow is closed;
   - a closed flow has nothing queued or running; a RUNNING flow has something queued,
     running or backing off, unless every branch dead-ended;
   - and first, that SQLite finds the file whole (`PRAGMA quick_check`).
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dexcli.store import AttemptOutcome as Outcome
-from dexcli.store import AttemptRecord, FlowRecord, StepRecord, StepState, Store
+from dexcli.store import AttemptRecord, FlowRecord, Method, StepRecord, StepState, Store
 
 Event = tuple[str, dict[str, Any]]  # (type, payload)
 
@@ -31,8 +34,10 @@ def check_flow(store: Store, flow: FlowRecord) -> list[str]:
     for a in store.attempts_of(fid):
         attempts.setdefault(a.step_execution_id, []).append(a)
     history = [(e.type, json.loads(e.payload)) for e in store.history_of(fid)]
-    counts = _Counts(Counter(p["stepExecutionId"] for t, p in history if t == "StepExecuteCompleted"),
-                     Counter(p["stepExecutionId"] for t, p in history if t == "StepExecuteFailed"), _created(history))
+    def per_step(kind: str) -> Counter[str]:
+        return Counter(p["stepExecutionId"] for t, p in history if t == kind)
+    counts = _Counts(per_step("StepExecuteCompleted"), per_step("StepExecuteFailed"),
+                     per_step("StepWaitForFailed"), _created(history))
     problems: list[str] = []
     for s in steps:
         problems += _check_step(f"{fid} {s.step_execution_id}", s,
@@ -44,6 +49,7 @@ def check_flow(store: Store, flow: FlowRecord) -> list[str]:
 class _Counts:
     completed: Counter[str]  # StepExecuteCompleted events per step execution
     failed: Counter[str]  # StepExecuteFailed events per step execution
+    wait_failed: Counter[str]  # StepWaitForFailed events per step execution
     created: set[str]  # step executions a start, decision or failure created
 
 
@@ -61,8 +67,29 @@ def _created(history: list[Event]) -> set[str]:
 
 
 def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _Counts) -> list[str]:
-    problems: list[str] = []
+    problems = _check_attempts(where, s, atts)
     seid, status = s.step_execution_id, s.status.value
+    completed, wait_failed = counts.completed[seid], counts.wait_failed[seid]
+    # a wait_for that failed for good fails the step (StepWaitForFailed) unless its policy
+    # proceeded to execute, which then fails it as any execute does (StepExecuteFailed)
+    failed = wait_failed if s.method is Method.WAIT_FOR else counts.failed[seid]
+    if completed > 1:
+        problems.append(f"{where}: decision applied {completed} times")
+    if wait_failed > 1:
+        problems.append(f"{where}: wait_for failed {wait_failed} times")
+    if (s.status is StepState.COMPLETED) != (completed == 1):
+        problems.append(f"{where}: status {status} but {completed} StepExecuteCompleted events")
+    if (s.status is StepState.FAILED) != (failed == 1):
+        event = "StepWaitForFailed" if s.method is Method.WAIT_FOR else "StepExecuteFailed"
+        problems.append(f"{where}: status {status} but {failed} {event} events")
+    if seid not in counts.created:
+        problems.append(f"{where}: no recorded decision or failure created this step execution")
+    return problems
+
+
+def _check_attempts(where: str, s: StepRecord, atts: list[AttemptRecord]) -> list[str]:
+    problems: list[str] = []
+    status = s.status.value
     nums = [a.attempt for a in atts]
     if nums != list(range(1, len(nums) + 1)):
         problems.append(f"{where}: attempts are numbered {nums}, not 1..{len(nums)}")
@@ -74,23 +101,24 @@ def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _C
             problems.append(f"{where}: step is RUNNING but its running attempts are {running}")
     elif running:
         problems.append(f"{where}: step is {status} but attempts {running} are still RUNNING")
-    done = [a.attempt for a in atts if a.outcome is Outcome.COMPLETED]
+    waits = [a for a in atts if a.method == Method.WAIT_FOR.value]
+    executes = [a for a in atts if a.method != Method.WAIT_FOR.value]
+    # the wait_for attempts are exactly those before execute was queued (method_base)
+    wait_nums = [a.attempt for a in waits]
+    expected = nums if s.method is Method.WAIT_FOR else [n for n in nums if n <= s.method_base]
+    if wait_nums != expected:
+        problems.append(f"{where}: wait_for attempts are {wait_nums}, expected {expected}")
+    wait_done = [a.attempt for a in waits if a.outcome is Outcome.COMPLETED]
+    if wait_done and (len(wait_done) != 1 or wait_done[0] != wait_nums[-1]):
+        problems.append(f"{where}: wait_for has completed attempts {wait_done} of {wait_nums}")
+    done = [a.attempt for a in executes if a.outcome is Outcome.COMPLETED]
     if s.status is StepState.COMPLETED and (len(done) != 1 or done[0] != nums[-1]):
-        problems.append(f"{where}: COMPLETED step has completed attempts {done} of {nums}")
+        problems.append(f"{where}: COMPLETED step has completed execute attempts {done} of {nums}")
     if s.status is not StepState.COMPLETED and done:
-        problems.append(f"{where}: {status} step has a COMPLETED attempt {done}")
+        problems.append(f"{where}: {status} step has a COMPLETED execute attempt {done}")
     if s.status is StepState.BACKOFF and atts and \
             atts[-1].outcome not in (Outcome.FAILED, Outcome.TIMED_OUT, Outcome.LOST):
         problems.append(f"{where}: BACKOFF step's last attempt is {atts[-1].outcome.value}")
-    completed, failed = counts.completed[seid], counts.failed[seid]
-    if completed > 1:
-        problems.append(f"{where}: decision applied {completed} times")
-    if (s.status is StepState.COMPLETED) != (completed == 1):
-        problems.append(f"{where}: status {status} but {completed} StepExecuteCompleted events")
-    if (s.status is StepState.FAILED) != (failed == 1):
-        problems.append(f"{where}: status {status} but {failed} StepExecuteFailed events")
-    if seid not in counts.created:
-        problems.append(f"{where}: no recorded decision or failure created this step execution")
     return problems
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dexcli.engine import transitions as t
 from dexcli.engine import waiting as w
-from dexcli.engine.attempt import AttemptRun
+from dexcli.engine.attempt import STOPPING, AttemptRun
 from dexcli.engine.batch import Unit
 from dexcli.engine.outcome import WaitResult
 
@@ -48,8 +48,9 @@ class Endings:
             await self.engine.commits.submit(unit)
         except t.Fenced:
             self.not_owned(run)
-        except asyncio.CancelledError:  # before its commit (skipped): fenced, or this process stops, and
-            raise  # then the task's handler records it interrupted, to be released
+        except asyncio.CancelledError:
+            run.fence(run.fenced or STOPPING)  # cancelled before its commit: skipped
+            raise
 
     @staticmethod
     def not_owned(run: AttemptRun) -> None:

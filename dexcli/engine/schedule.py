@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
 from dexcli.engine.deadlines import iso, owner_alive
-from dexcli.engine.definitions import FlowNotRegisteredError
+from dexcli.engine.definitions import cannot_run
 from dexcli.engine.drives import DriveEndedError, Waiter
 from dexcli.engine.transitions import AttemptKey, Leased, give_back
 from dexcli.store import Schedule, StepRecord
@@ -214,6 +214,8 @@ class Scheduler:
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
         try:
+            if flow_ids is not None:
+                self.find_unloadable(flow_ids)
             first = self._start_held(flow_ids)
             while True:
                 driving = None if self._all else sorted(self._driving)
@@ -223,7 +225,7 @@ class Scheduler:
                 ids = self._ids = self._scope(driving)
                 if driving is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
-                    raise FlowNotRegisteredError(f"cannot run flow {fid}: {engine.unloadable[fid]}")
+                    raise cannot_run(fid, engine.unloadable[fid])
                 sched = first if first is not None else self._pass(ids)
                 first = None
                 self._check_waiters()
@@ -248,6 +250,21 @@ class Scheduler:
                     self._orphans.append(w)  # handlers' answers cannot be taken as outcomes
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
+
+    def find_unloadable(self, flow_ids: list[str]) -> None:
+        """Before the first pass: note the named flows an open step of which this process cannot
+        run (its class is gone, the flow's code does not load). A drive refused for them then
+        refuses before it changes anything: no skip of their clocks, no timer of theirs fired.
+        Starts leased to this run were just made from a loaded definition: not read again."""
+        engine = self.engine
+        for fid in flow_ids:
+            flow = None if fid in self._held or fid in engine.unloadable else engine.store.get_flow(fid)
+            if flow is None or not flow.is_running:
+                continue
+            for step in engine.store.steps_of(fid):
+                if step.status.is_open and engine.definitions.step_for(
+                        fid, flow.flow_type, flow.flow_ref, step.step_type) is None:
+                    break
 
     def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
         """Start the attempts starts leased to this run() (no claim); give back those of flows

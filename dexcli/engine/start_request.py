@@ -38,6 +38,14 @@ def _flow_id_problem(flow_id: str) -> str | None:
     return None
 
 
+def check_flow_id(flow_id: str) -> str:
+    """The flow id, if dex can store and print it (an empty one is refused, not replaced by a new one)."""
+    problem = _flow_id_problem(flow_id)
+    if problem is not None:
+        raise InvalidFlowIdError(f"flow id {flow_id!r} {problem}")
+    return flow_id
+
+
 def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
                   flow_ref: str | None, request_id: str | None, ignore_already_started: bool,
                   options: StartFlowOptions | None = None) -> t.StartRequest:
@@ -47,10 +55,7 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     start = definition.start_step
     if start is None:
         raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
-    flow_id = new_flow_id(definition.flow_type) if flow_id is None else flow_id
-    problem = _flow_id_problem(flow_id)
-    if problem is not None:
-        raise InvalidFlowIdError(f"flow id {flow_id!r} {problem}")
+    flow_id = check_flow_id(new_flow_id(definition.flow_type) if flow_id is None else flow_id)
     try:
         input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
     except ValueMappingError as exc:

@@ -43,14 +43,16 @@ def steps_of(db: Path, flow_id: str) -> dict[str, Any]:
 
 
 def wait_for_running_attempt(db: Path, flow_id: str, seid: str, proc: subprocess.Popen[str],
-                             deadline_s: float = 10.0) -> None:
-    """Until the process holds an open (RUNNING) attempt of that step execution."""
+                             deadline_s: float = 10.0, heartbeats: int = 0) -> None:
+    """Until the process holds an open (RUNNING) attempt of that step execution (that has
+    recorded at least `heartbeats` heartbeats)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         assert proc.poll() is None, proc.communicate()
         store = Store(db)
         try:
-            if any(a.step_execution_id == seid and a.end_time is None for a in store.attempts_of(flow_id)):
+            if any(a.step_execution_id == seid and a.end_time is None and a.heartbeats >= heartbeats
+                   for a in store.attempts_of(flow_id)):
                 return
         finally:
             store.close()
@@ -159,6 +161,56 @@ def test_sigterm_stops_dex_run_like_ctrl_c(tmp_path: Path) -> None:
     assert err.startswith("Terminated (SIGTERM). Flow term is still RUNNING in ")
     assert "Resume it with: dex resume term" in err and "ended INTERRUPTED" in err
     assert_released_and_resumes_at_once(db, "term")
+
+
+SWALLOWING_FLOW = """
+import asyncio
+
+from dexcli import AsyncContext, Flow, Step, StepDecision, StepList, graceful_complete
+
+
+class Slow(Step[None]):
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:
+        await context.heartbeat()  # the test stops it once this is recorded: it is in its sleep
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass  # as asyncio.wait_for (3.11) does when its call finishes as the cancellation comes
+        return graceful_complete("too late")
+
+
+class SlowFlow(Flow[None]):
+    def get_steps(self) -> StepList[None]:
+        return StepList.start_step(Slow())
+"""
+
+
+@pytest.mark.parametrize("how", ["closed-stdout", "sigint"])
+def test_an_attempt_that_swallows_the_stop_is_released_too(tmp_path: Path, how: str) -> None:
+    """`dex run polling --json | head -1` could leave an attempt RUNNING to its heartbeat timeout:
+    its handler was in asyncio.wait_for, which swallowed the stop's cancellation, so the attempt
+    ended without being counted as interrupted. Any handler that swallows it is released too."""
+    db, path = tmp_path / "dex.db", tmp_path / "slow.py"
+    path.write_text(SWALLOWING_FLOW)
+    proc = spawn(db, "run", "--file", f"{path}:SlowFlow", "--flow-id", "s", "--json")
+    wait_for_running_attempt(db, "s", "Slow-1", proc, heartbeats=1)
+    if how == "sigint":
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+        assert proc.returncode == 130
+    else:
+        close_after_one_line(proc)
+        err = stderr_of(proc)
+        assert proc.returncode == EXIT_OUTPUT_CLOSED, err
+        assert err.splitlines() == ["dex: output closed; flow s is still RUNNING — resume it with: dex resume s"
+                                    " (its running attempt ended INTERRUPTED: the next one starts at once)"]
+    store = Store(db)
+    try:
+        [step] = store.steps_of("s")
+        assert [a.outcome.value for a in store.attempts_of("s")] == ["INTERRUPTED"]
+    finally:
+        store.close()
+    assert step.status.value == "QUEUED" and step.lease_owner is None
 
 
 @pytest.mark.parametrize("args", [["list"], ["inspect", "f0", "--json"], ["inspect", "f0"]])

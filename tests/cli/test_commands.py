@@ -201,6 +201,29 @@ def test_doctor_reports_a_breach_after_the_database_is_corrupted(cli):
     assert any("a" in ln and "StepExecuteCompleted" in ln for ln in lines[:-1]), lines
 
 
+def test_doctor_judges_wait_for_and_execute_attempts_apart(cli):
+    """A flow that used WaitFor has a COMPLETED wait_for attempt (the Wait it returned) and a
+    COMPLETED execute attempt: healthy, not two completions."""
+    cli.ok("run", "approval", "--flow-id", "x1", "--input", '{"title": "t", "expire_after_seconds": 1}',
+           "--time-skip")
+    assert cli.ok("doctor").stdout.strip() == "1 flow(s) checked, 0 problem(s)"
+
+
+@pytest.mark.parametrize("corruption, breach", [
+    ("UPDATE attempts SET method = 'EXECUTE' WHERE attempt = 1", "completed execute attempts [1, 2]"),
+    ("UPDATE attempts SET outcome = 'FAILED' WHERE attempt = 2", "completed execute attempts []"),
+    ("UPDATE attempts SET method = 'WAIT_FOR' WHERE attempt = 2", "wait_for attempts are [1, 2], expected [1]"),
+])
+def test_doctor_still_catches_a_breach_in_a_wait_for_step(cli, corruption, breach):
+    cli.ok("run", "approval", "--flow-id", "x1", "--input", '{"title": "t", "expire_after_seconds": 1}',
+           "--time-skip")
+    with sqlite3.connect(cli.db) as conn:
+        assert conn.execute(corruption + " AND step_execution_id = 'AwaitDecision-1'").rowcount == 1
+    conn.close()
+    lines = cli.ok("doctor", code=1).stdout.strip().splitlines()
+    assert any(ln.startswith("x1 AwaitDecision-1: ") and breach in ln for ln in lines), lines
+
+
 # ------------------------------------------------------------------------- init and help
 def test_init_writes_a_commented_dex_toml_that_dex_then_uses(cli, tmp_path, monkeypatch):
     res = cli.ok("init", db=False)

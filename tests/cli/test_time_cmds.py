@@ -61,7 +61,8 @@ def test_run_with_time_skip_moves_only_its_own_flow_and_starts_in_real_time(cli)
 
 
 def test_reset_puts_a_flow_back_on_real_time(cli):
-    cli.ok("run", "polling", "--flow-id", "demo", "--job-duration", "2m", "--time-skip")
+    start_flow(cli.db, "polling", "demo", job_duration=120)
+    cli.ok("time", "skip", "2m", "demo")
     res = cli.ok("time", "reset", "demo")
     assert res.stdout.startswith("demo: back on real time (its times moved back ")
     assert _offsets(cli) == {"demo": 0.0}
@@ -85,3 +86,12 @@ def test_time_lists_the_running_flows_aligned_and_the_closed_ones_with_all(cli):
     assert [ln.split()[:2] for ln in every] == [["closed", "COMPLETED"], ["a-longer-flow-id", "RUNNING"],
                                                 ["a", "RUNNING"]]
     assert len({ln.index("+") for ln in every}) == 1
+
+
+def test_reset_of_a_closed_flow_is_refused_and_changes_nothing(cli):
+    cli.ok("run", "polling", "--flow-id", "done", "--job-duration", "2m", "--time-skip")
+    before = cli.json("inspect", "done", "--json")
+    assert _offsets(cli)["done"] >= 100
+    assert_error(cli("time", "reset", "done"), 4, "flow done is already COMPLETED: its clock no longer runs")
+    assert cli.json("inspect", "done", "--json")["history"] == before["history"]
+    assert _offsets(cli)["done"] >= 100

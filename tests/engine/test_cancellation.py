@@ -183,7 +183,8 @@ def test_an_attempt_that_swallows_its_cancellation_still_ends(env):
     env.start(Single(s), 0, "f")
     env.drive(until=lambda: s.log.count("beat") >= 3)
     # Leaving drive() cancels the attempt's task; the handler swallows that, but its next
-    # heartbeat is refused, so the attempt ends instead of running on (and drive returns).
+    # heartbeat is refused, so the attempt ends instead of running on (and drive returns,
+    # releasing it: INTERRUPTED, runnable again).
     assert s.log[-2:] == ["swallowed", "refused"]
     (a,) = attempts(env, "f", "IgnoresCancel-1")
-    assert a["outcome"] == "RUNNING" and a["heartbeats"] == s.log.count("beat")
+    assert a["outcome"] == "INTERRUPTED" and a["heartbeats"] == s.log.count("beat")

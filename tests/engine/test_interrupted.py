@@ -65,3 +65,27 @@ def test_ctrl_c_releases_the_running_attempt_without_counting_it() -> None:
         assert [a["outcome"] for a in attempts] == ["INTERRUPTED", "FAILED", "COMPLETED"]
         assert attempts[1]["startTime"] == attempts[0]["endTime"]
         assert env.clock.now() >= stopped_at
+
+
+class CtrlCInside(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        if context.attempt == 1:
+            raise KeyboardInterrupt  # where Ctrl-C lands when this task's code is what runs
+        return graceful_complete(input)
+
+
+class CtrlCInsideFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(CtrlCInside())
+
+
+def test_ctrl_c_that_lands_in_the_attempts_own_code_releases_it_too() -> None:
+    with DexTestEnv() as env:
+        env.start(CtrlCInsideFlow(), 4, "f")
+        runner = Runner(env.engine)
+        with pytest.raises(KeyboardInterrupt):
+            runner.drive(["f"], until=runner.closed("f"))
+        [step] = env.inspect("f")["steps"]
+        assert step["status"] == "QUEUED"
+        assert [a["outcome"] for a in step["attempts"]] == ["INTERRUPTED"]
+        assert env.client.wait_for_flow("f").single_output(int) == 4
