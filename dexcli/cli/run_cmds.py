@@ -93,7 +93,7 @@ def run(
     flow_obj, ref = load_flow(flow, file)
     start_input = parse_input(input)
     faults = parse_faults(crash_at, stall, fail)
-    crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after else None
+    crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after is not None else None
     given = run_option_values(ctx)
     _check_values(given)
     store = open_store()
