@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -27,21 +26,6 @@ if TYPE_CHECKING:
     from dexcli.sdk.flow import Flow
     from dexcli.sdk.registry import FlowDefinition
     from dexcli.sdk.results import StartFlowOptions
-
-
-def parse_input(text: str | None) -> Any:
-    if text is None:
-        return None
-    if text.startswith("@"):
-        p = Path(text[1:]).expanduser()
-        try:
-            text = p.read_text()
-        except OSError as exc:
-            raise UsageError(f"--input: cannot read {p}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
 
 
 def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> Faults:
@@ -85,13 +69,14 @@ def run(
     allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
+    from dexcli.cli.inputs import read_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import hints_for, run_option_values
     from dexcli.cli.start_options import start_options
 
     options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
     flow_obj, ref = load_flow(flow, file)
-    start_input = parse_input(input)
+    start_input = read_input(input)
     faults = parse_faults(crash_at, stall, fail)
     crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after is not None else None
     given = run_option_values(ctx)

@@ -71,9 +71,9 @@ def rpc(
     The handler runs here, once (no retry); its publishes, next steps and cancellations commit
     atomically with its output, and a process driving the flow picks them up. A handler that
     raises commits nothing (exit 1)."""
-    from dexcli.cli.run_cmds import parse_input
+    from dexcli.cli.inputs import read_input
 
-    value = _NOT_GIVEN if input is None else parse_input(input)
+    value = _NOT_GIVEN if input is None else read_input(input)
     store = open_store(must_exist=True)
     try:
         output = invoke_named_rpc(store, flow_id, name, value)
