@@ -104,6 +104,7 @@ def parse_duration(text: str, what: str = "duration") -> float:
     """`3s`, `90s`, `2m`, `15m`, `1h`, `1m30s`, or plain seconds -> seconds: finite, not
     negative, at most MAX_DURATION. Anything else (nan, inf, -1, '', 1e400) is a UsageError."""
     t = text.strip().lower()
+    total: float | None
     try:
         total = float(t)
     except ValueError:
