@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import sys
 
-from dexcli.cli.shared import STATE, open_store, out_console, print_error, store_now, user_error_types
+from dexcli.cli.shared import (
+    STATE,
+    open_store,
+    out_console,
+    print_error,
+    refuse_undecodable,
+    store_now,
+    user_error_types,
+)
 
 
 def show_inspect(flow_id: str, json_out: bool) -> None:
@@ -62,6 +70,7 @@ def run(args: list[str]) -> bool:
     parsed = parse(args)
     if parsed is None:
         return False
+    refuse_undecodable(args)
     STATE.db_flag, flow_id, json_out = parsed
     try:
         show_inspect(flow_id, json_out)

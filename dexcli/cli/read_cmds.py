@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from dexcli.store import FlowRecord
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+MAX_LIST_LIMIT = 1_000_000  # a bound SQLite's LIMIT takes (it overflows past int64)
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
 
 
@@ -75,7 +76,7 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
 def list_flows(
     status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
     flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
-    limit: int = typer.Option(20, "--limit", min=1, help="How many, newest first."),
+    limit: int = typer.Option(20, "--limit", min=1, max=MAX_LIST_LIMIT, help="How many, newest first."),
     json_out: bool = typer.Option(False, "--json", help="JSON: a list of summaries (--query: {flows, nextPageToken})."),
     query: str | None = typer.Option(
         None, "--query", "-q", metavar="QUERY",

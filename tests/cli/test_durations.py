@@ -86,3 +86,9 @@ def test_huge_start_options_are_one_line(cli, flag, value, said):
 def test_a_huge_busy_timeout_is_refused(cli):
     start_flow(cli.db, "three-steps", "a", 1)
     assert_error(cli("list", env={"DEX_BUSY_TIMEOUT": "1e300"}), 2, "busy timeout")
+
+
+@pytest.mark.parametrize("limit", ["99999999999999999999999", "1000001"])
+def test_list_limit_is_bounded(cli, limit):
+    start_flow(cli.db, "three-steps", "a", 1)
+    assert_error(cli("list", "--limit", limit), 2, "--limit")

@@ -115,3 +115,19 @@ def test_bad_json_in_attribute_and_equals_is_one_line(cli, value):
     payment = f"{Path(__file__).resolve().parents[2] / 'flows' / 'payment.py'}:PaymentFlow"
     assert_error(cli("run", "--file", payment, "--input", PAYMENT_INPUT, "--attribute", f"settled_total={value}"), 2,
                  "--attribute settled_total")
+
+
+@pytest.mark.parametrize("args", [("inspect", "\udcff"), ("list", "-q", "FlowId = '\udcff'"),
+                                  ("run", "three-steps", "--input", "1", "--flow-id", "a\udcffb"),
+                                  ("stop", "\udcff"), ("time", "skip", "1s", "\udcff")])
+def test_an_argument_that_is_not_utf8_is_one_line(cli, args):
+    start_flow(cli.db, "three-steps", "a", 1)
+    assert_error(cli(*args), 2, "is not UTF-8 text")
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_on_the_quick_path(db):
+    """`dex inspect <bytes>` is served without typer (dexcli.cli.quick): the same line."""
+    start_flow(db, "three-steps", "a", 1)
+    proc = subprocess.run([sys.executable, "-m", "dexcli", "inspect", b"\xff"], env=subprocess_env(db),
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and proc.stderr == "dex: error: argument b'\\xff' is not UTF-8 text\n", proc.stderr
