@@ -131,3 +131,10 @@ def test_an_argument_that_is_not_utf8_is_one_line_on_the_quick_path(db):
     proc = subprocess.run([sys.executable, "-m", "dexcli", "inspect", b"\xff"], env=subprocess_env(db),
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and proc.stderr == "dex: error: argument b'\\xff' is not UTF-8 text\n", proc.stderr
+
+
+@pytest.mark.parametrize("value", ["true", "false", "5.0", '"5"'])
+def test_an_int_input_takes_only_a_json_integer(cli, value):
+    """`true` is no int (bool is an int subclass in Python; the official SDK's codec refuses it)."""
+    assert_error(cli("run", "three-steps", "--input", value), 2, "needs --input of type int", f"got {value}")
+    assert _no_flows(cli.db)
