@@ -164,10 +164,11 @@ def _search_entry(flow: FlowRecord, indexed: dict[str, str]) -> dict[str, Any]:
 
 def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
     from dexcli.cli.config import format_duration
+    from dexcli.cli.render import brief_json
 
     cells: list[tuple[str, ...]] = []
     for r in rows:
-        info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
+        info = r.error_message or ", ".join(brief_json(c["output"]) for c in json.loads(r.completions))
         took = format_duration((r.close_time or now + r.clock_offset) - r.start_time)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's
             took += f" (+{format_duration(r.clock_offset)} skipped)"
