@@ -96,7 +96,8 @@ def skip_timer(
     flow_id: str = typer.Argument(..., help="The flow.", autocompletion=complete_running_flow_id),
     step_execution_id: str = typer.Argument(..., help="The waiting step execution, e.g. AwaitDecision-1."),
     condition_id: str | None = typer.Option(None, "--condition-id", help="The timer's condition id."),
-    index: int | None = typer.Option(None, "--index", min=0, help="The timer's 0-based index among the wait's timers."),
+    index: int | None = typer.Option(None, "--index", min=0, max=1_000_000,
+                                     help="The timer's 0-based index among the wait's timers."),
 ) -> None:
     """Make a pending timer of a waiting step fire now (exactly one of --condition-id, --index).
 
