@@ -27,6 +27,7 @@ from dexcli.cli.shared import (
     open_store,
     out_console,
     print_error,
+    refuse_undecodable,
     store_now,
     user_error_types,
     view_mode,
@@ -101,6 +102,7 @@ class DexGroup(FullHelpGroup):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         args = _hoist_global_options(list(sys.argv[1:] if args is None else args))
+        refuse_undecodable(args)
         exc = _click_exceptions()
         abort = getattr(exc, "Abort", KeyboardInterrupt)  # not every vendored click has Abort
         try:

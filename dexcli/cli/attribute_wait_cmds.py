@@ -45,13 +45,11 @@ def wait(
 ) -> None:
     """Wait until a flow's attribute equals a value (exit 0), or --timeout passes (exit 1)."""
     from dexcli.cli.config import parse_duration
+    from dexcli.cli.inputs import load_json
     from dexcli.sdk.channels import physical_name
     from dexcli.store.search import attribute_value
 
-    try:
-        expected = json.loads(equals)
-    except ValueError:
-        raise UsageError(f"--equals takes JSON: {equals!r} is not (a string is quoted: '\"{equals}\"')") from None
+    expected = load_json(equals, "--equals", f" (--equals takes JSON: a string is quoted: '\"{equals}\"')")
     try:
         key = physical_name(attribute, instance)
     except ValueError as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import pwd
 import re
@@ -111,7 +112,7 @@ def busy_timeout_setting() -> float:
         value = float(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         value = -1.0
-    if not value >= 0 or value == float("inf"):
+    if not 0 <= value <= MAX_DURATION:  # NaN and inf too
         raise UsageError(f"busy timeout must be a number of seconds (DEX_BUSY_TIMEOUT or dex.toml busy_timeout), "
                          f"got {raw!r}")
     return value
@@ -132,27 +133,37 @@ def synchronous_setting() -> str:
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+#: The longest duration dex takes on the command line (every flag and argument that is one):
+#: 100 years. Longer ones are mistakes, and a clock moved that far leaves what a date can show.
+MAX_DURATION = 100 * 365 * 86400.0
+DURATION_HELP = "use 3s, 90s, 2m, 15m, 1h, 1d, up to 100 years"
 
 
 def parse_duration(text: str, what: str = "duration") -> float:
-    """`3s`, `90s`, `2m`, `15m`, `1h`, `1m30s`, or plain seconds -> seconds."""
+    """`3s`, `90s`, `2m`, `15m`, `1h`, `1m30s`, or plain seconds -> seconds: finite, not
+    negative, at most MAX_DURATION. Anything else (nan, inf, -1, '', 1e400) is a UsageError."""
     t = text.strip().lower()
+    total: float | None
     try:
-        value = float(t)
-        if value < 0:
-            raise ValueError
-        return value
+        total = float(t)
     except ValueError:
-        pass
+        total = _units(t)
+    if total is None or not 0 <= total <= MAX_DURATION:  # NaN fails both comparisons
+        past = total is not None and math.isfinite(total)
+        raise UsageError(f"{what}: {text!r} is " + ("more than 100 years" if past else "not a duration") +
+                         f" ({DURATION_HELP})")
+    return total
+
+
+def _units(t: str) -> float | None:
+    """`1h30m` -> 5400.0; None when `t` is not a run of NUMBER UNIT."""
     pos, total = 0, 0.0
     for m in _DURATION.finditer(t):
         if m.start() != pos:
             break
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
-    if pos != len(t) or not t:
-        raise UsageError(f"{what}: {text!r} is not a duration (use 3s, 90s, 2m, 15m, 1h)")
-    return total
+    return total if t and pos == len(t) else None
 
 
 def format_duration(seconds: float) -> str:

@@ -105,9 +105,19 @@ class View:
         self._differ = LineDiffer(rpcs)
         self._lock = threading.Lock()
         self._painted: list[Any] | None = None  # the live view's lines as last drawn
+        self._read_seconds = 0.0  # how long the last snapshot took to read
 
     def snapshot(self) -> dict[str, Any]:
-        return inspect_flow(self._store, self.flow_id, self.clock.now())
+        began = time.monotonic()
+        snap = inspect_flow(self._store, self.flow_id, self.clock.now())
+        self._read_seconds = time.monotonic() - began
+        return snap
+
+    def _pause(self, seconds: float) -> float:
+        """How long the view waits before it reads again: `seconds`, or longer when a read takes
+        long (a flow with a 20 MB input takes seconds to read): the view thread then spends at
+        most a fifth of the time reading, and the drive, sharing the GIL, keeps the rest."""
+        return max(seconds, 4 * self._read_seconds)
 
     def shown_snapshot(self) -> dict[str, Any]:
         """The snapshot as the views print it (stored text escaped: dexcli.cli.shown)."""
@@ -162,7 +172,7 @@ class View:
         return True
 
     def _poll_live(self) -> None:
-        while not self._stop.wait(REPAINT_SECONDS) and not self.output_closed:
+        while not self._stop.wait(self._pause(REPAINT_SECONDS)) and not self.output_closed:
             with contextlib.suppress(Exception):  # a view must never take the engine down
                 self.repaint()
 
@@ -181,7 +191,7 @@ class View:
             self._thread.start()
 
     def _poll_lines(self) -> None:
-        while not self._stop.wait(0.2) and not self.output_closed:
+        while not self._stop.wait(self._pause(0.2)) and not self.output_closed:
             with contextlib.suppress(Exception):  # a view must never take the engine down
                 self._print_lines()
 

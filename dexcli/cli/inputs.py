@@ -1,5 +1,10 @@
-"""`dex run --input`: check it against the flow's start step before anything starts, and when it
-does not fit, say which type the flow takes and show an input that would.
+"""JSON from the command line (`--input`, `--input @file`, `--attribute`, `--equals`), read
+within bounds; and `dex run --input` checked against the flow's start step before anything
+starts: when it does not fit, say which type the flow takes and show an input that would.
+
+Bounds: an @file holds at most 64 MiB of UTF-8; a value nests at most 100 levels; numbers are
+finite and at most 4300 digits (Python's own limit); strings are valid Unicode (no lone
+surrogate, which no database or terminal can take). Each breach is a UsageError (exit 2).
 
 The check is the engine's own (dexcli.sdk.codec decodes the value into the step's input type);
 this module only words the error: `three-steps needs --input of type int (e.g. --input 5)`.
@@ -10,9 +15,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import shlex
+import sys
 import typing
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from dexcli.cli.errors import UsageError
@@ -20,7 +28,87 @@ from dexcli.sdk.codec import from_jsonable, to_jsonable
 from dexcli.sdk.errors import ValueMappingError
 from dexcli.sdk.registry import FlowDefinition
 
-_MAX_DEPTH = 4
+_MAX_DEPTH = 4  # of a made-up example
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 100
+
+
+def read_input(text: str | None, flag: str = "--input") -> Any:
+    """`--input`'s JSON value, given inline or as `@file` (None when not given)."""
+    if text is None:
+        return None
+    if text.startswith("@"):
+        return load_json(_read_file(Path(text[1:]).expanduser(), flag), flag)
+    return load_json(text, flag, _quote_hint(text, flag))
+
+
+def _quote_hint(text: str, flag: str) -> str:
+    """For a bare word that is not JSON (the shell ate its quotes): how to quote it."""
+    word = text.strip()
+    if word and not word.startswith(("{", "[", '"')) and not any(c in word for c in "'\n\\"):
+        return f"; a string is quoted in JSON: {flag} '{json.dumps(word, ensure_ascii=False)}'"
+    return ""
+
+
+def _read_file(path: Path, flag: str) -> str:
+    """The file's text: at most MAX_INPUT_BYTES (one byte more is read to tell), UTF-8."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"{flag}: {path} is larger than {MAX_INPUT_BYTES // 2**20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag}: {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def load_json(text: str, what: str, hint: str = "") -> Any:
+    """`text` as a JSON value within the bounds above; UsageError `<what> is not valid JSON: ...`."""
+    def no_constant(name: str) -> Any:
+        raise UsageError(f"{what}: {name} is not a JSON number")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}){hint}") from None
+    except RecursionError:
+        raise UsageError(f"{what}: the JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:  # an integer over Python's limit (sys.get_int_max_str_digits(), 4300)
+        raise UsageError(f"{what}: a number in the JSON has more than {sys.get_int_max_str_digits()} digits") from None
+    _check_value(value, what)
+    return value
+
+
+def _check_value(value: Any, what: str) -> None:
+    """Depth, finite numbers and valid strings, walked without recursion (a deep value must not
+    be what overflows the stack)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, str):
+            _check_text(v, what)
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise UsageError(f"{what}: a number in the JSON is out of range (finite numbers only)")
+        elif isinstance(v, (list, dict)):
+            if depth > MAX_JSON_DEPTH:
+                raise UsageError(f"{what}: the JSON nests deeper than {MAX_JSON_DEPTH} levels")
+            if isinstance(v, dict):
+                for k in v:
+                    _check_text(k, what)
+                todo.extend((x, depth + 1) for x in v.values())
+            else:
+                todo.extend((x, depth + 1) for x in v)
+
+
+def _check_text(s: str, what: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what}: the JSON holds a lone surrogate (\\u{ord(s[exc.start]):04x}), "
+                         "which is not a character") from None
 
 
 def check_input(flow_name: str, definition: FlowDefinition, value: Any, given: bool) -> None:

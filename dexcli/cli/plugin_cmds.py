@@ -67,9 +67,12 @@ def parse_value(option: Option, raw: Any) -> Any:
         return parse_duration(raw, option.name)
     if option.kind == "int":
         try:
-            return int(raw)
-        except ValueError:
+            value = int(raw)
+        except ValueError:  # not digits, or more of them than Python converts
             raise UsageError(f"{option.name}: {raw!r} is not a whole number") from None
+        if not -(2**63) <= value < 2**63:  # what SQLite and the official SDK's int64 hold
+            raise UsageError(f"{option.name}: {raw!r} is out of range (a 64-bit integer)")
+        return value
     return raw
 
 

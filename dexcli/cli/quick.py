@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from dexcli.cli.shared import STATE, exit_for, open_store, out_console, store_now
+from dexcli.cli.shared import STATE, exit_for, open_store, out_console, refuse_undecodable, store_now
 
 
 def show_inspect(flow_id: str, json_out: bool) -> None:
@@ -63,6 +63,7 @@ def run(args: list[str]) -> bool:
     parsed = parse(args)
     if parsed is None:
         return False
+    refuse_undecodable(args)
     STATE.db_flag, flow_id, json_out = parsed
     try:
         show_inspect(flow_id, json_out)

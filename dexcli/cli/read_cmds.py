@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from dexcli.store import FlowRecord, Store
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+MAX_LIST_LIMIT = 1_000_000  # a bound SQLite's LIMIT takes (it overflows past int64)
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
 SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 
@@ -97,7 +98,7 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
 def list_flows(
     status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
     flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
-    limit: int = typer.Option(20, "--limit", min=1, help="How many, newest first."),
+    limit: int = typer.Option(20, "--limit", min=1, max=MAX_LIST_LIMIT, help="How many, newest first."),
     json_out: bool = typer.Option(False, "--json", help="JSON: a list of summaries (--query: {flows, nextPageToken})."),
     query: str | None = typer.Option(
         None, "--query", "-q", metavar="QUERY",
@@ -237,11 +238,12 @@ def _search_entry(flow: FlowRecord, indexed: dict[str, str]) -> dict[str, Any]:
 
 def _list_cells(rows: list[FlowRecord], now: float) -> list[tuple[str, ...]]:
     from dexcli.cli.config import format_duration
+    from dexcli.cli.render import brief_json
     from dexcli.engine.views import flow_duration
 
     cells: list[tuple[str, ...]] = []
     for r in rows:
-        info = r.error_message or ", ".join(json.dumps(c["output"]) for c in json.loads(r.completions))
+        info = r.error_message or ", ".join(brief_json(c["output"]) for c in json.loads(r.completions))
         ran = flow_duration(r)
         took = format_duration(now + r.clock_offset - r.start_time if ran is None else ran)
         if r.clock_offset:  # its clock was skipped: the start is real time, the duration the flow's

@@ -62,10 +62,38 @@ def short_value(v: Any, limit: int = 60) -> str:
     if isinstance(v, dict) and "state" in v:
         text = str(v["state"])
         if v.get("result"):
-            text += f" {json.dumps(v['result'])}"
+            text += f" {brief_json(v['result'], limit)}"
         return text
-    text = v if isinstance(v, str) else json.dumps(v)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if isinstance(v, str):
+        return v if len(v) <= limit else v[: limit - 1] + "…"
+    return brief_json(v, limit)
+
+
+def brief_json(value: Any, limit: int = 200) -> str:
+    """A value's JSON for a line of the terminal: whole when it is short, else its outline and its
+    size, `{"a": …, "b": …} (20.0 MB)`, `[… 3000 items] (1.2 MB)`, `"xxx…" (20.0 MB)`. A 20 MB
+    result printed whole took half a minute to wrap, and the live view repaints it."""
+    text = json.dumps(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, dict):
+        keys: list[str] = []
+        for k in value:
+            part = f"{json.dumps(k)[:limit // 2]}: …"
+            if sum(len(p) + 2 for p in keys) + len(part) > limit:
+                keys.append("…")
+                break
+            keys.append(part)
+        outline = "{" + ", ".join(keys) + "}"
+    elif isinstance(value, list):
+        outline = f"[… {len(value)} items]"
+    else:
+        outline = text[: limit - 1] + "…"
+    return f"{outline} ({_size(len(text.encode('utf-8', 'replace')))})"
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1000 else f"{n / 1000:.1f} kB" if n < 1_000_000 else f"{n / 1_000_000:.1f} MB"
 
 
 def decision_text(d: dict[str, Any] | None) -> str:
@@ -363,7 +391,7 @@ def final_card(snap: dict[str, Any]) -> RenderableType:
     if s.get("durationSeconds") is not None:
         t.append(f" in {format_duration(s['durationSeconds'])}")
     if s["completions"]:
-        outs = ", ".join(json.dumps(c["output"]) for c in s["completions"])
+        outs = ", ".join(brief_json(c["output"]) for c in s["completions"])
         t.append(f"   result: {outs}")
     if s["errorMessage"]:
         t.append(f"   {error_text(s['errorType'], s['errorMessage'])}", style="red")

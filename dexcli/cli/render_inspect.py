@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -16,6 +15,7 @@ from dexcli.cli.render import (
     STATUS_STYLE,
     _duration_between,
     attempt_label,
+    brief_json,
     clock_time,
     decision_text,
     due_in,
@@ -27,6 +27,8 @@ from dexcli.cli.render import (
     stream_lines,
 )
 from dexcli.cli.start_options import history_text, options_text
+
+INSPECT_VALUE_LIMIT = 1000  # characters of a value shown whole (`dex inspect --json` has it all)
 
 
 def waiting_on(snap: dict[str, Any]) -> Text | None:
@@ -82,7 +84,8 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if options is not None:
         parts.append(options)
     if s["completions"]:
-        parts.append(Text(" Result:  " + ", ".join(json.dumps(c["output"]) for c in s["completions"]), style="green"))
+        results = ", ".join(brief_json(c["output"], INSPECT_VALUE_LIMIT) for c in s["completions"])
+        parts.append(Text(" Result:  " + results, style="green"))
     if s["errorMessage"]:
         parts.append(Text(f" Error:   {error_text(s['errorType'], s['errorMessage'])}", style="red"))
     w = waiting_on(snap)
@@ -191,8 +194,8 @@ def _history_line(e: dict[str, Any]) -> Text:
     elif e["type"] == "StepWaitForCompleted":
         line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
     elif e["type"] == "FlowStarted":
-        line.append(f"start {e['startStepExecutionId']} input {json.dumps(e['input'])}{history_text(e)}",
-                    style="dim")
+        given = brief_json(e["input"], INSPECT_VALUE_LIMIT)
+        line.append(f"start {e['startStepExecutionId']} input {given}{history_text(e)}", style="dim")
     elif e["type"] == "FlowTimedOut":
         line.append(history_text(e), style="yellow")
     return line

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -28,26 +27,6 @@ if TYPE_CHECKING:
     from dexcli.sdk.flow import Flow
     from dexcli.sdk.registry import FlowDefinition
     from dexcli.sdk.results import StartFlowOptions
-
-
-def parse_input(text: str | None) -> Any:
-    if text is None:
-        return None
-    from_file = text.startswith("@")
-    if from_file:
-        p = Path(text[1:]).expanduser()
-        try:
-            text = p.read_text()
-        except OSError as exc:
-            raise UsageError(f"--input: cannot read {p}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = ""
-        word = text.strip()
-        if not from_file and word and not word.startswith(("{", "[", '"')) and not any(c in word for c in "'\n\\"):
-            hint = f"; a string is quoted in JSON: --input '{json.dumps(word, ensure_ascii=False)}'"  # shell ate them
-        raise UsageError(f"--input is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}){hint}") from None
 
 
 def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> Faults:
@@ -92,15 +71,16 @@ def run(
     allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
+    from dexcli.cli.inputs import read_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import hints_for, run_option_values
     from dexcli.cli.start_options import start_options
 
     options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
     flow_obj, ref = load_flow(flow, file)
-    start_input = parse_input(input)
+    start_input = read_input(input)
     faults = parse_faults(crash_at, stall, fail)
-    crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after else None
+    crash_after_s = parse_duration(crash_after, "--crash-after") if crash_after is not None else None
     given = run_option_values(ctx)
     _check_values(given)
     store = open_store()

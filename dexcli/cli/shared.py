@@ -61,6 +61,18 @@ def exit_for(exc: Exception) -> NoReturn:
                 EXIT_INTERNAL)
 
 
+def refuse_undecodable(args: list[str]) -> None:
+    """An argument that is not UTF-8 reaches Python with lone surrogates in it (PEP 383), which
+    neither SQLite nor a JSON value can hold: one line (exit 2) before any command sees it."""
+    from dexcli.cli.errors import UsageError
+
+    for a in args:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            print_error(f"argument {os.fsencode(a)!r} is not UTF-8 text", UsageError.exit_code)
+
+
 def _no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 

@@ -49,6 +49,7 @@ def start(
     Nothing of the flow runs in this process: its first step waits, queued, for a process that
     drives the database's flows."""
     from dexcli.cli.driver import build_engine
+    from dexcli.cli.inputs import read_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import run_option_values
     from dexcli.cli.run_cmds import (
@@ -58,14 +59,13 @@ def start(
         _run_plugin,
         _start,
         parse_faults,
-        parse_input,
     )
     from dexcli.cli.start_options import start_options
     from dexcli.engine.views import flow_summary
 
     options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
     flow_obj, ref = load_flow(flow, file)
-    start_input = parse_input(input)
+    start_input = read_input(input)
     given = run_option_values(ctx)
     _check_values(given)
     store = open_store()

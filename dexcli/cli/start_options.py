@@ -7,7 +7,6 @@ Durations are whole seconds, as the SDK requires (`60s`, `15m`, `1h`).
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +96,8 @@ ATTRIBUTE_HELP = "An initial attribute value, NAME=JSON (an AttributeMap: NAME/I
 
 def with_attributes(options: StartFlowOptions, definition: FlowDefinition, given: list[str]) -> StartFlowOptions:
     """`--attribute NAME=JSON` values as StartFlowOptions.with_attribute calls."""
+    from dexcli.cli.inputs import load_json
+
     for text in given:
         name, sep, value = text.partition("=")
         attr_name, _, instance = name.partition("/")
@@ -104,10 +105,7 @@ def with_attributes(options: StartFlowOptions, definition: FlowDefinition, given
         if not sep or declared is None:
             known = ", ".join(sorted(definition.attributes)) or "none"
             raise UsageError(f"--attribute {text!r}: give NAME=JSON with one of the flow's attributes ({known})")
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--attribute {name}: not JSON ({exc.msg}); quote strings: {name}='\"text\"'") from None
+        parsed = load_json(value, f"--attribute {name}", f"; quote strings: {name}='\"text\"'")
         try:
             options = options.with_attribute(declared, instance, parsed) if instance else \
                 options.with_attribute(declared, parsed)

@@ -88,9 +88,9 @@ def rpc(
     atomically with its output, and a process driving the flow picks them up. A handler that
     raises commits nothing (exit 1). A flow started from a file needs --file naming its code:
     dex runs no file only the database names."""
-    from dexcli.cli.run_cmds import parse_input
+    from dexcli.cli.inputs import read_input
 
-    value = _NOT_GIVEN if input is None else parse_input(input)
+    value = _NOT_GIVEN if input is None else read_input(input)
     store = open_store(must_exist=True)
     try:
         output = invoke_named_rpc(store, flow_id, name, value, file)
@@ -113,7 +113,8 @@ def skip_timer(
     flow_id: str = typer.Argument(..., help="The flow.", autocompletion=complete_running_flow_id),
     step_execution_id: str = typer.Argument(..., help="The waiting step execution, e.g. AwaitDecision-1."),
     condition_id: str | None = typer.Option(None, "--condition-id", help="The timer's condition id."),
-    index: int | None = typer.Option(None, "--index", min=0, help="The timer's 0-based index among the wait's timers."),
+    index: int | None = typer.Option(None, "--index", min=0, max=1_000_000,
+                                     help="The timer's 0-based index among the wait's timers."),
 ) -> None:
     """Make a pending timer of a waiting step fire now (exactly one of --condition-id, --index).
 

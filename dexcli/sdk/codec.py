@@ -318,8 +318,15 @@ def adapter(tp: Any) -> TypeAdapter[Any]:
         return TypeAdapter(tp)
 
 
+_SCALARS = (int, float, str, bool)
+
+
 def from_jsonable(data: Any, tp: Any) -> Any:
-    """Decode plain JSON data into `tp` (Any or None type returns it unchanged)."""
+    """Decode plain JSON data into `tp` (Any or None type returns it unchanged).
+
+    Strictly, as JSON types say, like the official SDK's codec: `true` is no int, `1` no bool,
+    `"5"` and `5.0` no int (pydantic's lax Python mode takes them all, True as 1). Dataclasses,
+    Enums, datetimes and bytes are still read from their JSON forms (objects, values, strings)."""
     codec = _custom_codec(tp)
     if codec is not None:
         return _from_json_data(codec, data)
@@ -328,7 +335,9 @@ def from_jsonable(data: Any, tp: Any) -> Any:
     from pydantic import ValidationError
 
     try:
-        return adapter(tp).validate_python(data)
+        if tp in _SCALARS:  # no JSON text to make: strict Python mode is JSON's rules for these
+            return adapter(tp).validate_python(data, strict=True)
+        return adapter(tp).validate_json(json.dumps(data), strict=True)
     except ValidationError as exc:
         raise ValueMappingError(describe_validation_error(exc, tp)) from exc
 

@@ -3,13 +3,28 @@
 Each flow keeps its times on its own clock, real time plus `flows.clock_offset` (what
 `--time-skip` and `dex time skip` added). `rebase_flow` puts a flow back on real time without
 changing when anything of it is due.
+
+A flow's clock runs at most MAX_CLOCK_OFFSET ahead: 1000 years keeps every time it stores, and
+each one moved back by `dex time reset`, within what a date can show (years 1 to 9999).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from typing import Any
+
+from dexcli.store.errors import StoreError
+
+MAX_CLOCK_OFFSET = 1000 * 365 * 86400.0
+
+
+class ClockRangeError(StoreError):
+    """A skip that is not a finite number of seconds, or that would put a flow's
+    clock more than MAX_CLOCK_OFFSET ahead of real time. Nothing was moved."""
+
+    exit_code = 2
 
 # every stored time of a flow, by table
 _TIMES = {
@@ -22,6 +37,18 @@ _TIMES = {
     "stream_messages": ("created_time",),
     "channel_messages": ("published_at",),
 }
+
+
+def check_skip(c: sqlite3.Connection, cond: str, args: list[Any], seconds: float) -> None:
+    """Refuse (ClockRangeError) a skip by `seconds` of the flows `cond` selects that no clock
+    could take (inside the caller's transaction, before it moves anything)."""
+    if not math.isfinite(seconds):
+        raise ClockRangeError(f"a clock moves forward by a finite number of seconds, not {seconds!r}")
+    row = c.execute(f"SELECT flow_id, clock_offset FROM flows WHERE {cond} ORDER BY clock_offset DESC LIMIT 1",
+                    args).fetchone()
+    if row is not None and float(row[1]) + seconds > MAX_CLOCK_OFFSET:
+        raise ClockRangeError(f"flow {row[0]}'s clock would be more than 1000 years ahead of real time; "
+                              "nothing was moved")
 
 
 def rebase_flow(c: sqlite3.Connection, flow_id: str) -> float:

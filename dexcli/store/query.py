@@ -13,6 +13,9 @@
 - `NOT` binds tightest, then `AND`, then `OR`; parentheses group. Keywords are case-insensitive.
 - `ORDER BY key [ASC|DESC]`, default `StartTime DESC`; ties are broken by flow id. Flows without
   the key's value sort lowest.
+- Bounds: at most MAX_COMPARISONS comparisons (each value of an `IN` counts as one) and
+  MAX_NESTING parentheses and `NOT`s inside one another, so that the SQL stays within SQLite's
+  expression depth and parser stack and the parser within Python's recursion limit.
 
 What a comparison on an index key means: `=` and the orderings match a flow that has a value
 satisfying it (for a KEYWORD_ARRAY, any element); `K != v` matches a flow that has K and no
@@ -30,6 +33,7 @@ StartTime order).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, NamedTuple
 
@@ -37,6 +41,8 @@ from dexcli.store.errors import StoreError
 
 KEYWORDS = {"AND", "OR", "NOT", "ORDER", "BY", "ASC", "DESC", "TRUE", "FALSE", "IN"}
 OPERATORS = ("!=", "<>", "<=", ">=", "=", "<", ">")
+MAX_COMPARISONS = 200
+MAX_NESTING = 8  # SQLite's parser stack (100 entries) holds about 10 levels of the SQL this compiles to
 
 
 class QueryError(StoreError):
@@ -98,6 +104,8 @@ def _token_at(text: str, i: int) -> tuple[Token, int]:
     m = _NUMBER.match(text, i)
     if m:
         number = float(m.group())
+        if not math.isfinite(number):
+            raise QueryError("a number out of range", col, m.group()[:40])
         value = int(number) if re.fullmatch(r"-?\d+", m.group()) else number
         return Token("NUMBER", m.group(), value, col), m.end()
     m = _IDENT.match(text, i)
@@ -165,6 +173,8 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = tokenize(text)
         self.i = 0
+        self.nesting = 0
+        self.comparisons = 0
 
     @property
     def tok(self) -> Token:
@@ -215,17 +225,25 @@ class _Parser:
         return node
 
     def negation(self) -> Node:
-        if self.is_keyword("NOT"):
-            self.take()
-            return Not(self.negation())
-        if self.tok.kind == "(":
-            self.take()
+        if not self.is_keyword("NOT") and self.tok.kind != "(":
+            return self.comparison()
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise QueryError(f"more than {MAX_NESTING} parentheses and NOTs inside one another", self.tok.column)
+        if self.take().kind != "(":
+            node: Node = Not(self.negation())
+        else:
             node = self.disjunction()
             if self.tok.kind != ")":
                 raise self.fail("a closing parenthesis")
             self.take()
-            return node
-        return self.comparison()
+        self.nesting -= 1
+        return node
+
+    def counted(self, n: int, column: int) -> None:
+        self.comparisons += n
+        if self.comparisons > MAX_COMPARISONS:
+            raise QueryError(f"more than {MAX_COMPARISONS} comparisons (each IN value counts as one)", column)
 
     def comparison(self) -> Node:
         if self.tok.kind != "IDENT":
@@ -233,10 +251,13 @@ class _Parser:
         key = self.take()
         if self.is_keyword("IN"):
             self.take()
-            return Compare(key.value, "IN", self.value_list(), key.column)
+            values = self.value_list()
+            self.counted(len(values), key.column)
+            return Compare(key.value, "IN", values, key.column)
         if self.tok.kind != "OP":
             raise self.fail("an operator", "=, !=, <, <=, >, >= or IN")
         op = self.take().value
+        self.counted(1, key.column)
         return Compare(key.value, op, (self.value(),), key.column)
 
     def value_list(self) -> tuple[Literal, ...]:

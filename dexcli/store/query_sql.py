@@ -95,9 +95,8 @@ class _Compiler:
 
     def node(self, node: Node) -> tuple[str, list[Any]]:
         if isinstance(node, Logical):
-            left, la = self.node(node.left)
-            right, ra = self.node(node.right)
-            return f"({left} {node.op} {right})", la + ra
+            parts = [self.node(n) for n in _chain(node)]
+            return "(" + f" {node.op} ".join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
         if isinstance(node, Not):
             inner, args = self.node(node.operand)
             return f"(NOT {inner})", args
@@ -108,6 +107,20 @@ class _Compiler:
         if builtin is not None:
             return _builtin(builtin, node)
         return _indexed(node, self.key_type(node.key), "set" if id(node) in self.selective else "test")
+
+
+def _chain(node: Logical) -> list[Node]:
+    """The operands of a run of one operator (`a OR b OR c`), left to right: written as one flat
+    group, not as parentheses inside parentheses, which overflow SQLite's parser stack."""
+    out: list[Node] = []
+    todo: list[Node] = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Logical) and n.op == node.op:
+            todo += [n.right, n.left]
+        else:
+            out.append(n)
+    return out
 
 
 def _builtin(b: Builtin, c: Compare) -> tuple[str, list[Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import sqlite3
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dexcli.store.query import Query, QueryError, parse
@@ -18,14 +19,16 @@ from dexcli.store.query_sql import BUILTINS, Compiled, compile_query, index_keys
 from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from dexcli.store.store import Store
 
 BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DENSE_MATCHES = 2000  # an index comparison matching this many flows is not selective
+# what SQLite says when a statement passes one of its limits (the parser's bounds keep queries
+# under them; this names the query, not the database, if one still does)
+_TOO_COMPLEX = ("parser stack overflow", "Expression tree is too large", "too many SQL variables",
+                "too many terms in compound SELECT")
 _FLOW_COLUMNS = ", ".join(f"f.{c}" for c in FLOW_COLUMNS.split(", "))
 
 
@@ -79,7 +82,12 @@ def _page(c: sqlite3.Connection, q: Compiled, size: int, token: str) -> SearchPa
         sql += f" AND ({q.order}, f.flow_id) {'<' if q.descending else '>'} (?, ?)"
         args += [*q.order_args, after_value, after_id]
     sql += f" ORDER BY sort_value {direction}, f.flow_id {direction} LIMIT ?"
-    rows = c.execute(sql, (*args, size + 1)).fetchall()
+    try:
+        rows = c.execute(sql, (*args, size + 1)).fetchall()
+    except sqlite3.OperationalError as e:
+        if not any(m in str(e) for m in _TOO_COMPLEX):
+            raise
+        raise QueryError(f"too complex for SQLite ({e}): use fewer comparisons or less nesting") from None
     flows = [flow_record(r[:-1], db_of(c)) for r in rows[:size]]
     indexed = _indexed_values(c, [f.flow_id for f in flows])
     next_token = _token(q, rows[size - 1][-1], flows[-1].flow_id) if len(rows) > size else ""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from dexcli.store.clocks import rebase_flow
+from dexcli.store.clocks import check_skip, rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
@@ -146,8 +146,9 @@ class Store:
             cond = f"flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
         with self.tx() as tx:
+            check_skip(tx.c, cond, args, seconds)
             tx.c.execute(f"UPDATE flows SET clock_offset = clock_offset + ? WHERE {cond}",
-                         (max(0.0, seconds), *args))
+                         (max(0.0, seconds), *args))  # never back
             rows = tx.c.execute(f"SELECT flow_id, clock_offset FROM flows WHERE {cond}", args).fetchall()
         return {fid: float(off) for fid, off in rows}
 

@@ -23,4 +23,4 @@ def test_an_unknown_attribute_or_a_bad_value_is_a_usage_error(cli):
     res = cli("run", "--file", PAYMENT, "--input", INPUT, "--attribute", "nope=1")
     assert_error(res, 2, "one of the flow's attributes (payment_state, settled_total)")
     res = cli("run", "--file", PAYMENT, "--input", INPUT, "--attribute", "settled_total=abc")
-    assert_error(res, 2, "not JSON")
+    assert_error(res, 2, "--attribute settled_total is not valid JSON")

@@ -129,6 +129,13 @@ def test_a_plugins_run_options_reach_it_before_the_flow_starts(cli, plugin_dir):
     assert_error(cli("greeting", "g", "--times", "often"), 2, "--times", "not a whole number")
 
 
+def test_a_plugins_int_and_duration_options_are_bounded(cli, plugin_dir):
+    cli.ok("run", "greet", "--flow-id", "g", "--input", "2", "--greeting", "hi")
+    assert_error(cli("greeting", "g", "--times", str(2**63)), 2, "--times", "out of range")
+    assert_error(cli("greeting", "g", "--times", "9" * 5000), 2, "--times", "not a whole number")
+    assert_error(cli("run", "greet", "--input", "2", "--pause", "nan"), 2, "--pause", "not a duration")
+
+
 def test_a_plugins_options_apply_to_its_flow_only(cli, plugin_dir):
     assert_error(cli("run", "three-steps", "--input", "1", "--greeting", "hi"), 2,
                  "--greeting and --pause apply to the greet flow only")

@@ -204,3 +204,37 @@ def test_a_worker_builds_its_steps_validators_at_start_up_not_in_the_first_attem
         assert misses >= 1
         codec_module.adapter(Parcel)  # what the first attempt of Weigh decodes its input with
         assert codec_module._adapter.cache_info().misses == misses
+
+
+@dataclass
+class _Line:
+    item: str
+    qty: int
+    price: float
+    when: datetime | None = None
+
+
+@pytest.mark.parametrize(("data", "tp"), [
+    (True, int), (False, float), (1, bool), ("5", int), (5.0, int), (5, str),
+    ([1, True], list[int]), ({"item": "x", "qty": True, "price": 1.0}, _Line),
+    ({"a": False}, dict[str, int]),
+])
+def test_values_are_read_as_strictly_as_json_types_say(data: Any, tp: Any) -> None:
+    """As the official SDK's codec: `true` is no int (bool is an int subclass, and pydantic's lax
+    mode made it 1), `1` no bool, `"5"` and `5.0` no int."""
+    from dexcli.sdk.codec import from_jsonable
+    from dexcli.sdk.errors import ValueMappingError
+
+    with pytest.raises(ValueMappingError):
+        from_jsonable(data, tp)
+
+
+def test_strict_reading_keeps_the_json_forms_of_structured_values() -> None:
+    from dexcli.sdk.codec import from_jsonable, to_jsonable
+
+    line = from_jsonable({"item": "x", "qty": 2, "price": 3, "when": "2026-01-31T12:00:00Z"}, _Line)
+    assert line.qty == 2 and line.price == 3.0 and line.when is not None and line.when.year == 2026
+    assert from_jsonable({"1": "a"}, dict[int, str]) == {1: "a"}
+    assert from_jsonable(to_jsonable(b"raw"), bytes) == b"raw"
+    assert from_jsonable([1, 2], tuple[int, ...]) == (1, 2)
+    assert from_jsonable(None, Optional[int]) is None  # noqa: UP045 - the spelling flows use

@@ -7,7 +7,10 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from dexcli.store import FlowState, StepState, Store
+from dexcli.store.clocks import MAX_CLOCK_OFFSET, ClockRangeError
 from tests.store.builders import T0, add_flow, add_running, add_step, flow, raw, step
 
 
@@ -107,3 +110,21 @@ def test_a_read_only_database_with_the_old_offset_still_opens(tmp_path: Path) ->
     finally:
         tmp_path.chmod(0o755)
         db.chmod(0o644)
+
+
+def test_a_skip_no_clock_can_take_is_refused_and_moves_nothing(store: Store) -> None:
+    """A skip that would put a clock past what a date can show (or is not a number) raises
+    before it moves any flow: dates in `dex list` and `dex time reset` stay in range."""
+    with store.tx() as tx:
+        add_flow(tx, "a")
+        add_flow(tx, "b")
+    store.skip_flows(["b"], MAX_CLOCK_OFFSET - 10)
+    for seconds in (float("nan"), float("inf"), 3.6e14):
+        with pytest.raises(ClockRangeError):
+            store.skip_flows(["a"], seconds)
+    with pytest.raises(ClockRangeError, match="flow b's clock"):
+        store.skip_flows(["a", "b"], 20)  # b would pass the bound: a does not move either
+    assert flow(store, "a").clock_offset == 0.0 and flow(store, "b").clock_offset == MAX_CLOCK_OFFSET - 10
+    assert store.skip_flows(["a", "b"], 10)["b"] == MAX_CLOCK_OFFSET  # up to the bound is fine
+    store.reset_flow_clock("b")
+    assert store.list_flows()  # every stored time still a date

@@ -3,11 +3,12 @@ precedence of NOT > AND > OR, literals, ORDER BY, and errors that name the colum
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dexcli.store.query import Compare, Literal, Logical, Not, QueryError, parse
+from dexcli.store.query import MAX_COMPARISONS, MAX_NESTING, Compare, Literal, Logical, Not, QueryError, parse
 from dexcli.store.query_sql import compile_query
 
 TYPES = {"Status": "keyword", "Tags": "keyword_array", "Notes": "full_text", "Amount": "int", "Price": "double",
@@ -140,3 +141,40 @@ def test_a_literal_is_not_sql() -> None:
     assert "1=1" not in where and args == ("Status", "x' OR 1=1 --")
     assert isinstance(parse("Status = 'x'").where, Compare)
     assert Literal("x", 1, "'x'").value == "x"
+
+
+def test_a_run_of_one_operator_is_one_flat_group() -> None:
+    """`a OR b OR c` is not `((a OR b) OR c)`: nested parentheses overflow SQLite's parser stack
+    at about 70 comparisons."""
+    where, args = sql("FlowType = 'a' OR FlowType = 'b' OR FlowType = 'c' OR FlowType = 'd'")
+    assert where == "(f.flow_type = ? OR f.flow_type = ? OR f.flow_type = ? OR f.flow_type = ?)"
+    assert args == ("a", "b", "c", "d")
+    where, _ = sql("FlowType = 'a' AND (FlowType = 'b' OR FlowType = 'c') AND FlowType = 'd'")
+    assert where == "(f.flow_type = ? AND (f.flow_type = ? OR f.flow_type = ?) AND f.flow_type = ?)"
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    (" OR ".join(["Amount = 1"] * (MAX_COMPARISONS + 1)), "more than 200 comparisons"),
+    ("Status IN (" + ", ".join(["'x'"] * MAX_COMPARISONS) + ") OR Amount = 1", "more than 200 comparisons"),
+    ("(" * (MAX_NESTING + 1) + "Amount = 1" + ")" * (MAX_NESTING + 1), "more than 8 parentheses and NOTs"),
+    ("NOT " * (MAX_NESTING + 1) + "Amount = 1", "more than 8 parentheses and NOTs"),
+    ("Amount = 1e999", "a number out of range"),
+])
+def test_the_parser_bounds_a_query(query: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        parse(query)
+
+
+def test_a_query_sqlite_still_cannot_take_is_a_query_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the parser's bounds SQLite's own limits answer: a QueryError, not an sqlite3 error."""
+    from dexcli.store import Store, query
+    from dexcli.store.search import search_flows
+
+    monkeypatch.setattr(query, "MAX_NESTING", 10_000)
+    store = Store(tmp_path / "dex.db")
+    try:
+        deep = "".join(f"(FlowType != 'a{i}' AND (FlowType = 'x' OR " for i in range(60)) + "FlowId = 'z'" + "))" * 60
+        with pytest.raises(QueryError, match="too complex for SQLite"):
+            search_flows(store, deep)
+    finally:
+        store.close()
