@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
-from dexcli.engine.deadlines import owner_alive
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.transitions import AttemptKey, Leased, give_back
 from dexcli.store import Schedule
+from dexcli.store.owners import owner_holds
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -193,7 +193,7 @@ class Scheduler:
 
     def _skipped(self, seconds: float) -> None:
         """This engine's clock jumped: so do the clocks of the flows it drives."""
-        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds))
+        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds, self._owner_base).moved)
 
     def _read_offsets(self, ids: list[str] | None) -> None:
         """Adopt the flows' offsets (`dex time skip` moves them): a process driving one flow
@@ -268,21 +268,21 @@ class Scheduler:
         """When something is next due, and whether a live process holds a lease here.
 
         A lease held by a live process is not a deadline to skip to: its owner heartbeats in
-        real time. A dead owner's deadline is (that is how a crashed attempt gets declared lost).
-        Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
-        explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
+        real time (`dex resume ID --time-skip` of a flow another `dex run` drives waits for it,
+        it does not take the flow over). A dead or stopped owner's deadline is (that is how a
+        crashed or stuck attempt gets declared lost): see dexcli.store.owners.
         """
         times = [sched.due] if sched.due is not None else []
         live = False
         clock = self.engine.clock
-        respect_live = clock.auto_advance and clock.follow_real and self._all
-        alive: dict[str, bool | None] = {}
+        respect_live = clock.auto_advance and clock.follow_real
+        alive: dict[str, bool] = {}
         for owner, t in sched.foreign:
             owner = owner or ""
             ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
             if respect_live and not ours:
                 if owner not in alive:
-                    alive[owner] = owner_alive(owner)
+                    alive[owner] = owner_holds(owner)
                 if alive[owner]:
                     live = True
                     continue
