@@ -36,7 +36,7 @@ __all__ = ["STATE", "app", "db_path", "err_console", "open_store", "out_console"
 
 EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 flow FAILED, CANCELED or TERMINATED · 2 usage · "
                    "3 not found · 4 conflict · 130 interrupted · 137 injected crash · 141 output closed · "
-                   "143 terminated (SIGTERM).")
+                   "143 terminated (SIGTERM) · 129 hung up (SIGHUP).")
 
 ENVIRONMENT_HELP = ("Environment: DEX_DB database path · DEX_SYNCHRONOUS NORMAL or FULL · DEX_BUSY_TIMEOUT "
                     "seconds a write waits for another process's write lock (default 30; dex.toml: "

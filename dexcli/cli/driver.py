@@ -27,13 +27,17 @@ from dexcli.cli.loader import load_ref
 from dexcli.cli.render import LineDiffer, final_card, header, live_view
 from dexcli.cli.stopping import (
     CLOSED,
+    EXIT_HUNG_UP,
     EXIT_OUTPUT_CLOSED,
     EXIT_TERMINATED,
+    HUNG_UP,
+    SIGNAL_NAMES,
     TERMINATED,
     PipeWatch,
     StopRequest,
     is_closed_pipe,
     silence_stdout,
+    stop_signals,
 )
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
@@ -53,6 +57,8 @@ from dexcli.store.errors import DatabaseConditionError, DatabaseReplacedError
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and only on a change
 INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
+STOP_EXIT_CODES = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED,
+                   HUNG_UP: EXIT_HUNG_UP}
 
 
 def make_clock(time_skip: bool) -> Clock:
@@ -211,7 +217,7 @@ def _release(engine: Engine) -> int:
     if engine.store.failure is not None:  # the database refuses writes: do not wait on it again
         return 0
     try:
-        return engine.release_interrupted()
+        return engine.release_interrupted() + engine.scheduler.release_left()
     except Exception:
         return 0
 
@@ -295,9 +301,18 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     """Drive one flow to its end with this engine, showing it. Returns the exit code.
 
     `start` (`dex run`) starts the flow once the view listens, so `--json` begins with its
-    flowStarted; a Ctrl-C from then until the drive gives back the first attempt's lease."""
-    clock, faults = engine.clock, engine.faults
+    flowStarted; a Ctrl-C, SIGTERM or SIGHUP from then until the drive gives back the first
+    attempt's lease."""
     stop = StopRequest()
+    with stop_signals(stop):  # from before the start's commit until what it leased is released
+        return _drive_flow(engine, console, flow_id, stop, mode=mode, time_skip=time_skip, err=err,
+                           crash_after=crash_after, hints=hints, start=start)
+
+
+def _drive_flow(engine: Engine, console: Console, flow_id: str, stop: StopRequest, *, mode: str, time_skip: bool,
+                err: Console, crash_after: float | None, hints: tuple[Hint, ...],
+                start: Callable[[], object] | None) -> int:
+    clock, faults = engine.clock, engine.faults
     if mode == "json":
         engine.listeners.append(_json_lines(flow_id) if start is not None else json_listener)
     _stop_when_output_closes(engine, stop)
@@ -373,7 +388,7 @@ def _follow_others(engine: Engine, flow_id: str) -> ForeignEvents:
 def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str, why: str, released: int) -> int:
     """The drive stopped before its flow ended (Ctrl-C, SIGTERM, a closed stdout), or before it
     began (view None): say how to resume the flow if it is still RUNNING. Returns the exit code."""
-    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    code = STOP_EXIT_CODES[why]
     if view is not None:
         if why == CLOSED:
             view.closed()
@@ -392,7 +407,8 @@ def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str
                   + (" (its running attempt ended INTERRUPTED: the next one starts at once)" if released else ""),
                   highlight=False)
         return code
-    title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
+    title = {INTERRUPTED: "\nInterrupted.", HUNG_UP: f"Hung up ({SIGNAL_NAMES[HUNG_UP]}).",
+             TERMINATED: f"Terminated ({SIGNAL_NAMES[TERMINATED]})."}[why]
     err.print(f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
               f"  Resume it with: dex resume {flow_id}\n  " + _what_was_running(engine, flow_id, released),
               highlight=False)

@@ -8,9 +8,9 @@ import sys
 from rich.console import Console
 
 from dexcli.cli.driver import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     INTERRUPTED,
+    STOP_EXIT_CODES,
     _drive,
     _stop_when_output_closes,
     json_listener,
@@ -18,11 +18,11 @@ from dexcli.cli.driver import (
 from dexcli.cli.stopping import (
     CLOSED,
     EXIT_OUTPUT_CLOSED,
-    EXIT_TERMINATED,
-    TERMINATED,
+    SIGNAL_NAMES,
     StopRequest,
     is_closed_pipe,
     silence_stdout,
+    stop_signals,
 )
 from dexcli.engine.core import Engine
 from dexcli.engine.events import Event, Listener
@@ -76,8 +76,9 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
     runner = Runner(engine)
     failures = _store_failures(engine)
     try:
-        why, released = _drive(engine, stop, lambda: runner.drive_async(
-            None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
+        with stop_signals(stop):  # from before the first claim until what it leased is released
+            why, released = _drive(engine, stop, lambda: runner.drive_async(
+                None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
     except DatabaseConditionError as exc:  # one of the engine's own writes (a lease) failed
         why, released = None, 0
         failures.append(exc)
@@ -115,9 +116,10 @@ def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int
     summary = f"{finished} flow(s) finished" + (
         f"; {released} running attempt(s) ended INTERRUPTED (runnable again at once: `dex resume ID` "
         "or a worker)" if released else "")
-    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    code = STOP_EXIT_CODES[why]
     if why != CLOSED:
-        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else "worker stopped (SIGTERM); ") + summary)
+        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else f"worker stopped ({SIGNAL_NAMES[why]}); ")
+             + summary)
     if stop.output_closed:  # the summary goes where it can still be read
         silence_stdout()
         print(f"dex: output closed; worker stopped; {summary}", file=sys.stderr)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
 from dexcli.engine.definitions import FlowNotRegisteredError
-from dexcli.engine.transitions import AttemptKey, Leased, give_back
+from dexcli.engine.transitions import AttemptKey, Leased, give_back, release_left
 from dexcli.store import Schedule
 from dexcli.store.owners import owner_holds
 
@@ -102,6 +102,13 @@ class Scheduler:
             with engine.store.tx() as tx:
                 for h in held:
                     give_back(tx, h.key, engine.now(h.key.flow_id))
+
+    def release_left(self) -> int:
+        """Once the loop that ran this engine's attempts has closed (the process stops): release
+        whatever is still leased to its owner — nothing here can run it any more, and left
+        leased it would wait for its heartbeat deadline. Returns how many ended INTERRUPTED."""
+        with self.engine.store.tx() as tx:
+            return release_left(tx, self.owner, self.engine.clock.real())
 
     def closed(self, flow_id: str, *, reopened: bool = False) -> None:
         """A flow closed in this process (its close committed here); `reopened`: a new run of

@@ -242,6 +242,13 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         rows = self.c.execute(sql, (*args, limit)).fetchall()
         return [Runnable(step_record(r[:-5]), FlowState(r[-5]), r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
 
+    def leased_to(self, owner: str) -> list[tuple[StepRecord, float]]:
+        """The running steps `owner` holds, each with its flow's clock offset."""
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        rows = self.c.execute(f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+                              "WHERE s.status = 'RUNNING' AND s.lease_owner = ?", (owner,)).fetchall()
+        return [(step_record(r[:-1]), float(r[-1])) for r in rows]
+
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
         """Running steps other owners hold whose first deadline has passed by `now` (real
