@@ -212,14 +212,27 @@ class View:
 
 
 def _release(engine: Engine) -> int:
-    """Release what an interrupted drive was running (0 when that cannot be recorded: the
-    attempts are then declared lost at their heartbeat deadlines, as after a crash)."""
-    if engine.store.failure is not None:  # the database refuses writes: do not wait on it again
-        return 0
-    try:
-        return engine.release_interrupted() + engine.scheduler.release_left()
-    except Exception:
-        return 0
+    """Release what an interrupted drive was running. When that cannot be recorded (the
+    database refuses writes), the owner is marked stopped beside the database instead, and the
+    next drive releases its attempts at once (`Store.record_stopped`). Returns how many ended
+    INTERRUPTED here."""
+    if engine.store.failure is None:  # else the database refuses writes: do not wait on it again
+        try:
+            return engine.release_interrupted() + engine.scheduler.release_left()
+        except Exception:
+            pass
+    if not isinstance(engine.store.failure, DatabaseReplacedError):  # (a mark beside a new file would be wrong)
+        engine.store.record_stopped(engine.owner)
+    return 0
+
+
+def quiet_engine_log() -> None:
+    """The engine's logged errors (an outcome that could not be recorded, with its traceback)
+    are reported by the command itself, in one line."""
+    quiet = logging.getLogger("dexcli.engine")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
 
 
 def json_listener(ev: Event) -> None:
@@ -434,10 +447,7 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
     """The engine's errors about this flow, collected as they happen (reported as one line, not
     as the engine's logged traceback)."""
     errors: list[str] = []
-    quiet = logging.getLogger("dexcli.engine")
-    if not quiet.handlers:
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
+    quiet_engine_log()
 
     def on_engine_error(ev: Event) -> None:
         if ev.type == "engineError" and ev.flow_id == flow_id:

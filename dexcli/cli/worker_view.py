@@ -14,6 +14,7 @@ from dexcli.cli.driver import (
     _drive,
     _stop_when_output_closes,
     json_listener,
+    quiet_engine_log,
 )
 from dexcli.cli.stopping import (
     CLOSED,
@@ -75,6 +76,7 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
     tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
     runner = Runner(engine)
     failures = _store_failures(engine)
+    quiet_engine_log()  # a write the database refused is said once, below
     try:
         with stop_signals(stop):  # from before the first claim until what it leased is released
             why, released = _drive(engine, stop, lambda: runner.drive_async(
@@ -84,7 +86,7 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
         failures.append(exc)
     if failures:  # the database refused a write (disk full, locked, replaced): stop, say so once
         raise StoreError(f"{failures[0]} — the worker stopped; its flows stay RUNNING: run `dex worker` "
-                         "(or `dex resume ID`) again once that is fixed")
+                         "(or `dex resume ID`) again once that is fixed (its attempts are then released at once)")
     if why is not None:
         return _worker_stopped(console, stop, why, len(closed), released)
     for fid, reason in engine.unloadable.items():

@@ -28,7 +28,7 @@ from dexcli.engine.clock import real_pause
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.transitions import AttemptKey, Leased, give_back, release_left
 from dexcli.store import Schedule
-from dexcli.store.owners import owner_holds
+from dexcli.store.owners import owner_alive, owner_holds
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -151,6 +151,7 @@ class Scheduler:
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
         try:
+            self._release_stopped()
             first = self._start_held(flow_ids)
             while True:
                 if until_idle and not engine.runs and flow_ids and self._closed.issuperset(flow_ids):
@@ -173,6 +174,18 @@ class Scheduler:
             self._all, self._driving = False, None
             if clock.on_advance == self._skipped:
                 clock.on_advance = None
+
+    def _release_stopped(self) -> None:
+        """A process that stopped when it could not write (the disk was full) left a mark for
+        the leases it meant to release (`Store.record_stopped`): release them now, at once,
+        as it would have — not at their heartbeat deadlines, as a crash's."""
+        store = self.engine.store
+        for owner in store.stopped_owners():
+            if owner_alive(owner):
+                continue  # still on its way out
+            with store.tx() as tx:
+                release_left(tx, owner, self.engine.clock.real())
+            store.forget_stopped(owner)
 
     def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
         """Start the attempts starts leased to this run() (no claim); give back those of flows

@@ -206,10 +206,13 @@ def _open_error(path: str, exc: Exception, busy_timeout: float) -> StoreError:
     problem = _access_problem(path) if path != ":memory:" else None
     if problem is not None:
         return StoreError(f"cannot open the database {path}: {problem}")
+    if isinstance(exc, sqlite3.Error):
+        exc = condition_error(exc, path, busy_timeout) or exc
+    if isinstance(exc, DiskFullError):  # opening to read writes too: SQLite's -wal and -shm files
+        return DiskFullError(f"cannot open the database {path}: disk full (SQLite needs room beside it for its "
+                             "-wal and -shm files, even to read)")
     if isinstance(exc, StoreError):
         return exc
-    if isinstance(exc, sqlite3.Error):
-        return condition_error(exc, path, busy_timeout) or StoreError(f"cannot open the database {path}: {exc}")
     return StoreError(f"cannot open the database {path}: {exc}")
 
 
@@ -228,7 +231,8 @@ def _identify(path: str, busy_timeout: float) -> tuple[Connection, int, int]:
             version = scalar(conn, "PRAGMA user_version")
             tables = scalar(conn, "SELECT COUNT(*) FROM sqlite_master")
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # a failed read (no room for the -shm file) ends it: keep its error
+                conn.execute("COMMIT")
     except (sqlite3.DatabaseError, DatabaseConditionError) as exc:
         if conn is not None:
             conn.close()

@@ -5,6 +5,8 @@ reported done. Reads outside a transaction take no write lock.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import sqlite3
 import threading
@@ -162,6 +164,35 @@ class Store:
         back by the old offset, so what is due stays due when it was. Returns the old offset."""
         with self.tx() as tx:
             return rebase_flow(tx.c, flow_id)
+
+    # --- owners that stopped without recording it ---------------------------------------
+    def _stopped_mark(self, owner: str) -> str:
+        return f"{self.path}-stopped-{owner}"
+
+    def record_stopped(self, owner: str) -> bool:
+        """This process stops, and the release of the leases `owner` holds could not be written
+        (the disk is full): leave an empty file beside the database naming the owner — making
+        one needs no data block — so the next process to drive releases them at once instead
+        of waiting for their heartbeat deadlines. False when even that failed."""
+        if self.path == ":memory:" or "/" in owner:
+            return False
+        try:
+            os.close(os.open(self._stopped_mark(owner), os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError:
+            return False
+        return True
+
+    def stopped_owners(self) -> list[str]:
+        """The owners whose process stopped without recording the release of its leases."""
+        if self.path == ":memory:":
+            return []
+        prefix = self._stopped_mark("")
+        return [p[len(prefix):] for p in glob.glob(glob.escape(prefix) + "*")]
+
+    def forget_stopped(self, owner: str) -> None:
+        """Its leases were released: the mark goes."""
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._stopped_mark(owner))
 
     # --- reads ----------------------------------------------------------------------------
     def get_flow(self, flow_id: str) -> FlowRecord | None:
