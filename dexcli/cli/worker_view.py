@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import Counter
 
 from rich.console import Console
 
@@ -33,12 +34,13 @@ from dexcli.store import StoreError
 from dexcli.store.errors import DatabaseConditionError
 
 
-def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
+def _worker_listener(console: Console, mode: str, closed: Counter[str]) -> Listener:
     """What `dex worker` prints of the engine's events (JSON lines, or one line per flow closed
-    and per failed attempt); the ids of the flows closed go to `closed`."""
+    and per failed attempt); `closed["flows"]` counts the flows closed (a count, not their ids:
+    a worker may close millions)."""
     def on_event(ev: Event) -> None:
         if ev.type == "flowClosed":
-            closed.append(ev.flow_id)
+            closed["flows"] += 1
         if mode == "json":
             json_listener(ev)
         elif ev.type == "flowClosed":
@@ -66,7 +68,7 @@ def _say(console: Console, stop: StopRequest, text: str) -> None:
 def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
     """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
     stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
-    closed: list[str] = []
+    closed: Counter[str] = Counter()
     stop = StopRequest()
     engine.listeners.append(_worker_listener(console, mode, closed))
     _stop_when_output_closes(engine, stop)
@@ -88,11 +90,11 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
         raise StoreError(f"{failures[0]} — the worker stopped; its flows stay RUNNING: run `dex worker` "
                          "(or `dex resume ID`) again once that is fixed (its attempts are then released at once)")
     if why is not None:
-        return _worker_stopped(console, stop, why, len(closed), released)
+        return _worker_stopped(console, stop, why, closed['flows'], released)
     for fid, reason in engine.unloadable.items():
         print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
     if mode != "json":
-        _say(console, stop, f"idle: {len(closed)} flow(s) finished")
+        _say(console, stop, f"idle: {closed['flows']} flow(s) finished")
     if stop.output_closed:
         silence_stdout()
         return EXIT_OUTPUT_CLOSED
