@@ -6,7 +6,6 @@ grows. Virtual time; the same engine as `dex worker`'s, with its GC settings."""
 from __future__ import annotations
 
 import gc
-import tracemalloc
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,15 +79,8 @@ def test_a_long_feed_leaves_no_cycles_of_engine_objects_behind(feed: Feed) -> No
     assert grown == {}, f"per {N} more flows, still alive: {grown}"
 
 
-def test_a_long_feed_keeps_no_memory_per_flow(feed: Feed) -> None:
-    tracemalloc.start()
-    try:
-        feed(N)
-        gc.collect()
-        at_n = tracemalloc.get_traced_memory()[0]
-        feed(N)
-        gc.collect()
-        at_2n = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert (at_2n - at_n) / N < 16, f"{(at_2n - at_n) / N:.0f} bytes kept per flow"
+def test_a_long_feed_keeps_no_entry_per_flow_it_closed(feed: Feed) -> None:
+    """The engine's per-flow clock offsets are of flows it still drives, not of every flow it
+    ever claimed (each entry a flow id and a float, kept for good)."""
+    feed(N)
+    assert len(feed.engine.offsets) <= BATCH, len(feed.engine.offsets)
