@@ -227,8 +227,7 @@ def _release(engine: Engine) -> int:
 
 
 def quiet_engine_log() -> None:
-    """The engine's logged errors (an outcome that could not be recorded, with its traceback)
-    are reported by the command itself, in one line."""
+    """The engine's logged errors (an unrecorded outcome, its traceback): the command says them in one line."""
     quiet = logging.getLogger("dexcli.engine")
     if not quiet.handlers:
         quiet.addHandler(logging.NullHandler())
