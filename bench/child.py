@@ -14,7 +14,7 @@ def main() -> None:
     import importlib
 
     modules = ("bench.dbos_peer",) if scenario.startswith("dbos_") else (
-        "bench.dex_scenarios", "bench.concurrent", "bench.waits")
+        "bench.dex_scenarios", "bench.concurrent", "bench.waits", "bench.long_feed")
     fn = next(getattr(m, scenario) for m in map(importlib.import_module, modules) if hasattr(m, scenario))
     try:
         result = fn(**args)

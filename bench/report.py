@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import report_more
+from bench import long_feed, report_more
 from bench.common import ROOT
 
 # Issue 15's targets (the second round): pollers with margin, a cheaper step.
@@ -99,6 +99,8 @@ def evaluate(results: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, st
         rows += _recovery(results["recovery"])
     if "search" in results:
         rows += report_more.search(results["search"])
+    if "long_feed" in results:
+        rows += long_feed.rows(results["long_feed"], _row)
     if meta.get("quick"):  # tiny N and skipped time: a verdict would be meaningless
         for r in rows:
             if r["status"] in ("met", "missed"):

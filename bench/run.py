@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report, search
+from bench import long_feed, report, search
 from bench.common import ROOT, child_argv, child_env, run_child, speed_probe_ms
 
 SCENARIOS = ("throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery")
-OPTIONAL = ("search",)  # run only when named in --only (bench/search.py)
+OPTIONAL = ("search", "long_feed")  # run only when named in --only (bench/search.py, bench/long_feed.py)
 
 FULL = {"throughput_n": 2000, "dbos_throughput_n": 500, "concurrent_n": 10_000, "dbos_concurrent_n": 2000,
         "pollers_1k": 1000, "dbos_pollers": 500, "pollers_10k": 10000, "waits_n": 10_000, "rpc_n": 200,
@@ -293,7 +293,7 @@ def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
 
 RUNNERS = {"throughput": scenario_throughput, "concurrent": scenario_concurrent, "pollers": scenario_pollers,
            "waits": scenario_waits, "virtual": scenario_virtual, "cli": scenario_cli, "recovery": scenario_recovery,
-           "search": lambda ctx: search.scenario(ctx, _time_cmds)}
+           "search": lambda ctx: search.scenario(ctx, _time_cmds), "long_feed": long_feed.scenario}
 
 
 # ------------------------------------------------------------------------------ main -------

@@ -93,11 +93,21 @@ def time_skip(duration: str = typer.Argument(..., help="How far to move the cloc
     secs = parse_duration(duration, "time skip")
     store = open_store()
     ids = _flows_to_move(store, flow_ids or [], all_running, "skip")
-    moved = store.skip_flows(ids, secs) if ids else {}  # one transaction: two skips at once both count
-    if not moved:
+    skipped = store.skip_flows(ids, secs) if ids else None  # one transaction: two skips at once both count
+    moved, held = (skipped.moved, skipped.held) if skipped else ({}, {})
+    if not moved and not held:
         print("no running flow to move")
     for fid, offset in moved.items():
         print(f"{shown(fid)}: clock moved forward {format_duration(secs)}; now +{format_duration(offset)} ahead")
+    if held:
+        raise ConflictError(held_by_live(held))
+
+
+def held_by_live(held: dict[str, str]) -> str:
+    """Why a skip left these flows alone (flow id -> the live owner of a lease of theirs)."""
+    owners = ", ".join(f"{shown(fid)} (process {owner.split(':')[1]}, lease {owner})" for fid, owner in held.items())
+    return (f"not moved: a live process runs an attempt of {owners}; a skip would expire its lease and"
+            " its healthy attempt would be declared lost — skip once that process ends (or stop it: Ctrl-C)")
 
 
 @time_app.command("reset")

@@ -42,7 +42,8 @@ EXIT_CODES_HELP = ("Exit codes: 0 completed / ok · 1 the flow failed (FAILED, C
                    "raised; a wait timed out), or doctor/lint found problems · 2 usage or bad input · 3 not found · "
                    "4 exists but closed or not in a state for that, or exists already · 5 environment: the database "
                    "is locked, read-only, damaged or the disk full · 70 internal error (a bug in dex) · "
-                   "130 interrupted · 137 injected crash · 141 output closed · 143 terminated (SIGTERM).")
+                   "129 hung up (SIGHUP) · 130 interrupted · 137 injected crash · 141 output closed · "
+                   "143 terminated (SIGTERM).")
 
 ENVIRONMENT_HELP = ("Environment: DEX_DB database path · DEX_SYNCHRONOUS NORMAL or FULL · DEX_BUSY_TIMEOUT "
                     "seconds a write waits for another process's write lock (default 30; dex.toml: "

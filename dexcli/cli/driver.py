@@ -29,13 +29,17 @@ from dexcli.cli.render import Hanging, LineDiffer, final_card, header, live_view
 from dexcli.cli.shown import shown_data
 from dexcli.cli.stopping import (
     CLOSED,
+    EXIT_HUNG_UP,
     EXIT_OUTPUT_CLOSED,
     EXIT_TERMINATED,
+    HUNG_UP,
+    SIGNAL_NAMES,
     TERMINATED,
     PipeWatch,
     StopRequest,
     is_closed_pipe,
     silence_stdout,
+    stop_signals,
 )
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
@@ -55,6 +59,8 @@ from dexcli.store.errors import DatabaseConditionError, DatabaseReplacedError
 EXIT_OK, EXIT_FLOW_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 REPAINT_SECONDS = 0.25  # the live view redraws at most 4 times a second, and only on a change
 INTERRUPTED = "interrupted"  # Ctrl-C (the other reasons to stop early are in dexcli.cli.stopping)
+STOP_EXIT_CODES = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED,
+                   HUNG_UP: EXIT_HUNG_UP}
 
 
 def make_clock(time_skip: bool) -> Clock:
@@ -224,14 +230,26 @@ class View:
 
 
 def _release(engine: Engine) -> int:
-    """Release what an interrupted drive was running (0 when that cannot be recorded: the
-    attempts are then declared lost at their heartbeat deadlines, as after a crash)."""
-    if engine.store.failure is not None:  # the database refuses writes: do not wait on it again
-        return 0
-    try:
-        return engine.release_interrupted()
-    except Exception:
-        return 0
+    """Release what an interrupted drive was running. When that cannot be recorded (the
+    database refuses writes), the owner is marked stopped beside the database instead, and the
+    next drive releases its attempts at once (`Store.record_stopped`). Returns how many ended
+    INTERRUPTED here."""
+    if engine.store.failure is None:  # else the database refuses writes: do not wait on it again
+        try:
+            return engine.release_interrupted() + engine.scheduler.release_left()
+        except Exception:
+            pass
+    if not isinstance(engine.store.failure, DatabaseReplacedError):  # (a mark beside a new file would be wrong)
+        engine.store.record_stopped(engine.owner)
+    return 0
+
+
+def quiet_engine_log() -> None:
+    """The engine's logged errors (an unrecorded outcome, its traceback): the command says them in one line."""
+    quiet = logging.getLogger("dexcli.engine")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
 
 
 def json_listener(ev: Event) -> None:
@@ -313,9 +331,18 @@ def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, tim
     """Drive one flow to its end with this engine, showing it. Returns the exit code.
 
     `start` (`dex run`) starts the flow once the view listens, so `--json` begins with its
-    flowStarted; a Ctrl-C from then until the drive gives back the first attempt's lease."""
-    clock, faults = engine.clock, engine.faults
+    flowStarted; a Ctrl-C, SIGTERM or SIGHUP from then until the drive gives back the first
+    attempt's lease."""
     stop = StopRequest()
+    with stop_signals(stop):  # from before the start's commit until what it leased is released
+        return _drive_flow(engine, console, flow_id, stop, mode=mode, time_skip=time_skip, err=err,
+                           crash_after=crash_after, hints=hints, start=start)
+
+
+def _drive_flow(engine: Engine, console: Console, flow_id: str, stop: StopRequest, *, mode: str, time_skip: bool,
+                err: Console, crash_after: float | None, hints: tuple[Hint, ...],
+                start: Callable[[], object] | None) -> int:
+    clock, faults = engine.clock, engine.faults
     if mode == "json":
         engine.listeners.append(_json_lines(flow_id) if start is not None else json_listener)
     _stop_when_output_closes(engine, stop)
@@ -402,7 +429,7 @@ def _follow_others(engine: Engine, flow_id: str) -> ForeignEvents:
 def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str, why: str, released: int) -> int:
     """The drive stopped before its flow ended (Ctrl-C, SIGTERM, a closed stdout), or before it
     began (view None): say how to resume the flow if it is still RUNNING. Returns the exit code."""
-    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    code = STOP_EXIT_CODES[why]
     if view is not None:
         if why == CLOSED:
             view.closed()
@@ -421,7 +448,8 @@ def _stopped_early(engine: Engine, view: View | None, err: Console, flow_id: str
                   + (" (its running attempt ended INTERRUPTED: the next one starts at once)" if released else ""),
                   highlight=False)
         return code
-    title = "\nInterrupted." if why == INTERRUPTED else "Terminated (SIGTERM)."
+    title = {INTERRUPTED: "\nInterrupted.", HUNG_UP: f"Hung up ({SIGNAL_NAMES[HUNG_UP]}).",
+             TERMINATED: f"Terminated ({SIGNAL_NAMES[TERMINATED]})."}[why]
     message = (f"{title} Flow {flow_id} is still RUNNING in {engine.store.path}.\n"
                f"  Resume it with: dex resume {flow_id}\n  " + _what_was_running(engine, flow_id, released))
     for line in message.split("\n"):  # in a terminal, wrapped between words under itself; else whole lines
@@ -448,10 +476,7 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
     """The engine's errors about this flow, collected as they happen (reported as one line, not
     as the engine's logged traceback)."""
     errors: list[str] = []
-    quiet = logging.getLogger("dexcli.engine")
-    if not quiet.handlers:
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
+    quiet_engine_log()
 
     def on_engine_error(ev: Event) -> None:
         if ev.type == "engineError" and ev.flow_id == flow_id:

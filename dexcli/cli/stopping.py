@@ -1,17 +1,24 @@
-"""Ending a drive early and cleanly: stdout's reader went away, or the process got SIGTERM.
+"""Ending a drive early and cleanly: stdout's reader went away, or the process got SIGTERM or
+SIGHUP (its terminal closed, an SSH session dropped).
 
-Both end the drive the same way: a `StopRequest` is set (from the view's thread, the engine's
-listener error handler, a pipe watch or the loop's SIGTERM handler), the drive's `until`
-predicate sees it and the engine's loop is woken, so the drive returns at its next pass — never
-in the middle of a transaction. The loop then cancels the attempts it was running and the
-driver releases them (`Engine.release_interrupted`: INTERRUPTED, runnable at once).
+All end the drive the same way: a `StopRequest` is set (from the view's thread, the engine's
+listener error handler, a pipe watch or the signal handler of `stop_signals`), the drive's
+`until` predicate sees it and the engine's loop is woken, so the drive returns at its next pass
+— never in the middle of a transaction. The loop then cancels the attempts it was running and
+the driver releases them (`Engine.release_interrupted`: INTERRUPTED, runnable at once).
+
+The signal handler only sets the request: it is installed before the first commit that can
+lease (a start, a worker's first claim) and kept until what was leased is released, so a
+signal in between — before the loop runs, or after — stops the drive at its first look
+instead of killing the process with its leases held.
 
 Exit codes follow the shell's convention for a process a signal ended, 128 + the signal's
 number, so `dex` looks to a shell or a `set -o pipefail` script like any other program that
 stopped for the same reason (Python ignores SIGPIPE and SIGTERM is handled here, so neither
 kills the process; `dex` exits with the code itself, after releasing what it held):
   - 141 (128 + SIGPIPE 13): stdout was closed, e.g. `dex run polling --json | head -1`;
-  - 143 (128 + SIGTERM 15): terminated, e.g. by `kill`, a service manager or a container stop.
+  - 143 (128 + SIGTERM 15): terminated, e.g. by `kill`, a service manager or a container stop;
+  - 129 (128 + SIGHUP 1): hung up: the terminal closed, an SSH session dropped.
 Ctrl-C stays 130 (128 + SIGINT 2).
 """
 
@@ -26,12 +33,14 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HUNG_UP = 129  # 128 + SIGHUP
 
-CLOSED, TERMINATED = "closed", "terminated"
+CLOSED, TERMINATED, HUNG_UP = "closed", "terminated", "hung up"
+SIGNAL_NAMES = {TERMINATED: "SIGTERM", HUNG_UP: "SIGHUP"}  # the signals that stop a drive cleanly
 
 
 def is_closed_pipe(exc: BaseException) -> bool:
@@ -64,19 +73,39 @@ class StopRequest:
                 wake()
 
     def attach(self, wake_engine: Callable[[], None]) -> None:
-        """Call on the engine's loop: a request wakes the engine (from any thread) and SIGTERM
-        sets TERMINATED. The loop removes its SIGTERM handler when it closes."""
+        """Call on the engine's loop: a request then wakes the engine (from any thread, or from
+        a signal handler)."""
         loop = asyncio.get_running_loop()
 
         def wake() -> None:
             loop.call_soon_threadsafe(wake_engine)
 
         self._wake = wake
-        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread
-            loop.add_signal_handler(signal.SIGTERM, self.set, TERMINATED)
 
     def detach(self) -> None:
         self._wake = None
+
+
+@contextlib.contextmanager
+def stop_signals(stop: StopRequest) -> Iterator[None]:
+    """SIGTERM and SIGHUP set `stop` (TERMINATED, HUNG_UP) while inside: they never kill the
+    process between a commit that leased and the release of that lease. Their previous
+    handlers come back on the way out. Only the main thread can install handlers: elsewhere
+    (a test's thread) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    reasons = {signal.SIGTERM: TERMINATED, signal.SIGHUP: HUNG_UP}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set(reasons[signal.Signals(signum)])
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in reasons}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _stdout_pipe_fd() -> int | None:

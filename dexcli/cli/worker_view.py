@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import Counter
 
 from rich.console import Console
 
 from dexcli.cli.driver import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     INTERRUPTED,
+    STOP_EXIT_CODES,
     _drive,
     _stop_when_output_closes,
     json_listener,
+    quiet_engine_log,
 )
 from dexcli.cli.shown import shown
 from dexcli.cli.stopping import (
     CLOSED,
     EXIT_OUTPUT_CLOSED,
-    EXIT_TERMINATED,
-    TERMINATED,
+    SIGNAL_NAMES,
     StopRequest,
     is_closed_pipe,
     silence_stdout,
+    stop_signals,
 )
 from dexcli.cli.worker_idle import idle_wait_lines, left_waiting
 from dexcli.engine.core import Engine
@@ -34,12 +36,13 @@ from dexcli.store import StoreError
 from dexcli.store.errors import DatabaseConditionError
 
 
-def _worker_listener(console: Console, mode: str, closed: list[str]) -> Listener:
+def _worker_listener(console: Console, mode: str, closed: Counter[str]) -> Listener:
     """What `dex worker` prints of the engine's events (JSON lines, or one line per flow closed
-    and per failed attempt); the ids of the flows closed go to `closed`."""
+    and per failed attempt); `closed["flows"]` counts the flows closed (a count, not their ids:
+    a worker may close millions)."""
     def on_event(ev: Event) -> None:
         if ev.type == "flowClosed":
-            closed.append(ev.flow_id)
+            closed["flows"] += 1
         if mode == "json":
             json_listener(ev)
         elif ev.type == "flowClosed":
@@ -71,7 +74,7 @@ def _say(console: Console, stop: StopRequest, text: str) -> None:
 def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
     """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
     stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
-    closed: list[str] = []
+    closed: Counter[str] = Counter()
     stop = StopRequest()
     engine.listeners.append(_worker_listener(console, mode, closed))
     _stop_when_output_closes(engine, stop)
@@ -81,21 +84,23 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
     tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
     runner = Runner(engine)
     failures = _store_failures(engine)
+    quiet_engine_log()  # a write the database refused is said once, below
     try:
-        why, released = _drive(engine, stop, lambda: runner.drive_async(
-            None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
+        with stop_signals(stop):  # from before the first claim until what it leased is released
+            why, released = _drive(engine, stop, lambda: runner.drive_async(
+                None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
     except DatabaseConditionError as exc:  # one of the engine's own writes (a lease) failed
         why, released = None, 0
         failures.append(exc)
     if failures:  # the database refused a write (disk full, locked, replaced): stop, say so once
         raise StoreError(f"{failures[0]} — the worker stopped; its flows stay RUNNING: run `dex worker` "
-                         "(or `dex resume ID`) again once that is fixed")
+                         "(or `dex resume ID`) again once that is fixed (its attempts are then released at once)")
     if why is not None:
-        return _worker_stopped(console, stop, why, len(closed), released)
+        return _worker_stopped(console, stop, why, closed['flows'], released)
     for fid, reason in engine.unloadable.items():
         print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
     if mode != "json":
-        _say(console, stop, f"idle: {len(closed)} flow(s) finished")
+        _say(console, stop, f"idle: {closed['flows']} flow(s) finished")
         for line in left_waiting(engine):
             _say(console, stop, line)
     if stop.output_closed:
@@ -123,9 +128,10 @@ def _worker_stopped(console: Console, stop: StopRequest, why: str, finished: int
     summary = f"{finished} flow(s) finished" + (
         f"; {released} running attempt(s) ended INTERRUPTED (runnable again at once: `dex resume ID` "
         "or a worker)" if released else "")
-    code = {INTERRUPTED: EXIT_INTERRUPTED, CLOSED: EXIT_OUTPUT_CLOSED, TERMINATED: EXIT_TERMINATED}[why]
+    code = STOP_EXIT_CODES[why]
     if why != CLOSED:
-        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else "worker stopped (SIGTERM); ") + summary)
+        _say(console, stop, ("\nworker stopped; " if why == INTERRUPTED else f"worker stopped ({SIGNAL_NAMES[why]}); ")
+             + summary)
     if stop.output_closed:  # the summary goes where it can still be read
         silence_stdout()
         print(f"dex: output closed; worker stopped; {summary}", file=sys.stderr)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -18,25 +17,6 @@ def iso(t: float | None) -> str | None:
 
 
 TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
-
-
-def owner_alive(owner: str | None) -> bool | None:
-    """Whether the process holding a lease still runs (None when it cannot be told: other host)."""
-    if not owner:
-        return None
-    host, _, rest = owner.partition(":")
-    pid_s = rest.partition(":")[0]
-    import socket  # only for a lease's owner, not on every import
-
-    if host != socket.gethostname() or not pid_s.isdigit():
-        return None
-    try:
-        os.kill(int(pid_s), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def timeout_detail(kind: str, opts: ResolvedOptions) -> str:

@@ -156,3 +156,4 @@ class Endings:
             run.cancel()
         engine.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
                     errorMessage=closed.message)
+        engine.offsets.pop(flow_id, None)  # kept per flow, a long-lived worker's memory would grow with each

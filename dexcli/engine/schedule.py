@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dexcli.engine.clock import real_pause
-from dexcli.engine.deadlines import iso, owner_alive
+from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import cannot_run
 from dexcli.engine.drives import DriveEndedError, Waiter
-from dexcli.engine.transitions import AttemptKey, Leased, give_back
+from dexcli.engine.transitions import AttemptKey, Leased, give_back, release_left
 from dexcli.store import Schedule, StepRecord
+from dexcli.store.owners import owner_alive, owner_holds
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -109,6 +110,13 @@ class Scheduler:
             with engine.store.tx() as tx:
                 for h in held:
                     give_back(tx, h.key, engine.now(h.key.flow_id))
+
+    def release_left(self) -> int:
+        """Once the loop that ran this engine's attempts has closed (the process stops): release
+        whatever is still leased to its owner — nothing here can run it any more, and left
+        leased it would wait for its heartbeat deadline. Returns how many ended INTERRUPTED."""
+        with self.engine.store.tx() as tx:
+            return release_left(tx, self.owner, self.engine.clock.real())
 
     def closed(self, flow_id: str, *, reopened: bool = False) -> None:
         """A flow closed in this process (its close committed here); `reopened`: a new run of
@@ -214,6 +222,7 @@ class Scheduler:
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
         try:
+            self._release_stopped()
             if flow_ids is not None:
                 self.find_unloadable(flow_ids)
             first = self._start_held(flow_ids)
@@ -265,6 +274,18 @@ class Scheduler:
                 if step.status.is_open and engine.definitions.step_for(
                         fid, flow.flow_type, flow.flow_ref, step.step_type) is None:
                     break
+
+    def _release_stopped(self) -> None:
+        """A process that stopped when it could not write (the disk was full) left a mark for
+        the leases it meant to release (`Store.record_stopped`): release them now, at once,
+        as it would have — not at their heartbeat deadlines, as a crash's."""
+        store = self.engine.store
+        for owner in store.stopped_owners():
+            if owner_alive(owner):
+                continue  # still on its way out
+            with store.tx() as tx:
+                release_left(tx, owner, self.engine.clock.real())
+            store.forget_stopped(owner)
 
     def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
         """Start the attempts starts leased to this run() (no claim); give back those of flows
@@ -338,7 +359,7 @@ class Scheduler:
 
     def _skipped(self, seconds: float) -> None:
         """This engine's clock jumped: so do the clocks of the flows it drives."""
-        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds))
+        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds, self._owner_base).moved)
 
     def _read_offsets(self, ids: list[str] | None) -> None:
         """Adopt the flows' offsets (`dex time skip` moves them): a process driving one flow
@@ -413,21 +434,21 @@ class Scheduler:
         """When something is next due, and whether a live process holds a lease here.
 
         A lease held by a live process is not a deadline to skip to: its owner heartbeats in
-        real time. A dead owner's deadline is (that is how a crashed attempt gets declared lost).
-        Only a worker (all flows) respects live leases: `dex resume ID --time-skip` is an
-        explicit request to take that flow over, e.g. from a stuck (SIGSTOPped) process.
+        real time (`dex resume ID --time-skip` of a flow another `dex run` drives waits for it,
+        it does not take the flow over). A dead or stopped owner's deadline is (that is how a
+        crashed or stuck attempt gets declared lost): see dexcli.store.owners.
         """
         times = [sched.due] if sched.due is not None else []
         live = False
         clock = self.engine.clock
-        respect_live = clock.auto_advance and clock.follow_real and self._all
-        alive: dict[str, bool | None] = {}
+        respect_live = clock.auto_advance and clock.follow_real
+        alive: dict[str, bool] = {}
         for owner, t in sched.foreign:
             owner = owner or ""
             ours = owner.startswith(self._owner_base + ":")  # an earlier session of this engine
             if respect_live and not ours:
                 if owner not in alive:
-                    alive[owner] = owner_alive(owner)
+                    alive[owner] = owner_holds(owner)
                 if alive[owner]:
                     live = True
                     continue

@@ -166,12 +166,35 @@ class SyncAttempt:
         self._finish()
 
     def _finish(self) -> None:
-        """What the task's `finally` does: its watchdog off, the attempt forgotten."""
+        """What the task's `finally` does: its watchdog off, the attempt forgotten. The run
+        then points to `ENDED` instead of this driver: the two referring to each other were a
+        cycle per attempt that only the garbage collector's rare full passes freed (a long-lived
+        worker's memory crept with every flow)."""
         if self.over:
             return
         self.over = True
         self.run.disarm()
+        self.run.driver = ENDED
         self.engine.attempt_ended(self.run)
+
+
+class _Ended:
+    """The driver of an attempt whose callbacks are over (`AttemptRun.driver` after `_finish`)."""
+
+    @staticmethod
+    def done() -> bool:
+        return True
+
+    @staticmethod
+    def cancel(msg: Any | None = None) -> bool:
+        return False
+
+    @staticmethod
+    def cancelling() -> int:
+        return 0
+
+
+ENDED = _Ended()
 
 
 def halt(runs: Iterable[AttemptRun]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dexcli.engine.deadlines import earliest_deadline, iso, owner_alive
+from dexcli.engine.deadlines import earliest_deadline, iso
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -23,6 +23,7 @@ from dexcli.store import (
     Store,
     StreamRecord,
 )
+from dexcli.store.owners import owner_alive
 
 
 def _j(text: str | None) -> Any:

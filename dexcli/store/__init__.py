@@ -11,6 +11,7 @@ from dexcli.store.records import (
     Method,
     Runnable,
     Schedule,
+    Skipped,
     StepRecord,
     StepState,
     StreamRecord,
@@ -21,6 +22,6 @@ from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings
 
 __all__ = [
     "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
-    "HistoryRecord", "Method", "Runnable", "Schedule", "StartSettings", "Store", "StoreError", "StepRecord",
+    "HistoryRecord", "Method", "Runnable", "Schedule", "Skipped", "StartSettings", "Store", "StoreError", "StepRecord",
     "StepState", "StreamRecord", "Tx", "json_object",
 ]

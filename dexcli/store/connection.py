@@ -264,10 +264,13 @@ def _open_error(path: str, exc: Exception, busy_timeout: float, writing: bool) -
         if writing and _access_problem(path, writing=False) is None:  # it can be read, not written
             return read_only_error(path, _write_problem(path) or problem)
         return StoreError(f"cannot open the database {path}: {problem}")
+    if isinstance(exc, sqlite3.Error):
+        exc = condition_error(exc, path, busy_timeout) or exc
+    if isinstance(exc, DiskFullError):  # opening to read writes too: SQLite's -wal and -shm files
+        return DiskFullError(f"cannot open the database {path}: disk full (SQLite needs room beside it for its "
+                             "-wal and -shm files, even to read)")
     if isinstance(exc, StoreError):
         return exc
-    if isinstance(exc, sqlite3.Error):
-        return condition_error(exc, path, busy_timeout) or StoreError(f"cannot open the database {path}: {exc}")
     return StoreError(f"cannot open the database {path}: {exc}")
 
 
@@ -286,7 +289,8 @@ def _identify(path: str, busy_timeout: float, uri: str | None = None) -> tuple[C
             version = scalar(conn, "PRAGMA user_version")
             tables = scalar(conn, "SELECT COUNT(*) FROM sqlite_master")
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # a failed read (no room for the -shm file) ends it: keep its error
+                conn.execute("COMMIT")
     except (sqlite3.DatabaseError, DatabaseConditionError) as exc:
         if conn is not None:
             conn.close()

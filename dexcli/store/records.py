@@ -191,6 +191,15 @@ class Schedule:
     foreign: tuple[tuple[str | None, float | None], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """What a time skip did: the flows whose clocks moved (with their new offsets), and those
+    it left alone because a live process holds a lease of theirs (flow id -> that owner)."""
+
+    moved: dict[str, float]
+    held: dict[str, str]
+
+
 def columns(record: type[Any]) -> str:
     """The SELECT list of a record, in field order."""
     return ", ".join(f.name for f in fields(record))

@@ -5,6 +5,8 @@ reported done. Reads outside a transaction take no write lock.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import sqlite3
 import threading
@@ -17,6 +19,7 @@ from dexcli.store.clocks import check_skip, rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
+from dexcli.store.owners import owner_holds
 from dexcli.store.records import (
     ATTEMPT_COLUMNS,
     FLOW_COLUMNS,
@@ -28,6 +31,7 @@ from dexcli.store.records import (
     FlowState,
     HistoryRecord,
     Schedule,
+    Skipped,
     StepRecord,
     StreamRecord,
     attempt_record,
@@ -136,27 +140,68 @@ class Store:
             args = list(flow_ids)
         return {fid: float(off) for fid, off in self._rows(sql, tuple(args))}
 
-    def skip_flows(self, flow_ids: list[str] | None, seconds: float) -> dict[str, float]:
+    def skip_flows(self, flow_ids: list[str] | None, seconds: float, mine: str | None = None) -> Skipped:
         """Move these flows' clocks (None: every running flow's) forward by `seconds`, in one
-        transaction (two skips at once both count). Returns the flows moved, with their offsets."""
+        transaction (two skips at once both count).
+
+        A flow a live process holds a lease of is not moved: that process heartbeats in real
+        time, and a jump would make its lease expire under it (its attempt declared lost while
+        healthy). Leases of owners `mine:…` (the caller's own sessions) do not count."""
         if flow_ids == []:
-            return {}
+            return Skipped({}, {})
         cond, args = "status = 'RUNNING'", []
         if flow_ids is not None:
             cond = f"flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
         with self.tx() as tx:
             check_skip(tx.c, cond, args, seconds)
-            tx.c.execute(f"UPDATE flows SET clock_offset = clock_offset + ? WHERE {cond}",
-                         (max(0.0, seconds), *args))  # never back
-            rows = tx.c.execute(f"SELECT flow_id, clock_offset FROM flows WHERE {cond}", args).fetchall()
-        return {fid: float(off) for fid, off in rows}
+            held: dict[str, str] = {}
+            for fid, owner in tx.c.execute(
+                    "SELECT s.flow_id, s.lease_owner FROM steps s WHERE s.status = 'RUNNING' AND "
+                    f"s.lease_owner IS NOT NULL AND s.flow_id IN (SELECT flow_id FROM flows WHERE {cond})",
+                    args).fetchall():
+                if fid not in held and not (mine and owner.startswith(mine + ":")) and owner_holds(owner):
+                    held[fid] = owner
+            move = f"{cond} AND flow_id NOT IN ({','.join('?' for _ in held)})"
+            tx.c.execute(f"UPDATE flows SET clock_offset = clock_offset + ? WHERE {move}",
+                         (max(0.0, seconds), *args, *held))
+            rows = tx.c.execute(f"SELECT flow_id, clock_offset FROM flows WHERE {move}", (*args, *held)).fetchall()
+        return Skipped({fid: float(off) for fid, off in rows}, held)
 
     def reset_flow_clock(self, flow_id: str) -> float:
         """Put a flow back on real time: its offset becomes 0 and every time it stored moves
         back by the old offset, so what is due stays due when it was. Returns the old offset."""
         with self.tx() as tx:
             return rebase_flow(tx.c, flow_id)
+
+    # --- owners that stopped without recording it ---------------------------------------
+    def _stopped_mark(self, owner: str) -> str:
+        return f"{self.path}-stopped-{owner}"
+
+    def record_stopped(self, owner: str) -> bool:
+        """This process stops, and the release of the leases `owner` holds could not be written
+        (the disk is full): leave an empty file beside the database naming the owner — making
+        one needs no data block — so the next process to drive releases them at once instead
+        of waiting for their heartbeat deadlines. False when even that failed."""
+        if self.path == ":memory:" or "/" in owner:
+            return False
+        try:
+            os.close(os.open(self._stopped_mark(owner), os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError:
+            return False
+        return True
+
+    def stopped_owners(self) -> list[str]:
+        """The owners whose process stopped without recording the release of its leases."""
+        if self.path == ":memory:":
+            return []
+        prefix = self._stopped_mark("")
+        return [p[len(prefix):] for p in glob.glob(glob.escape(prefix) + "*")]
+
+    def forget_stopped(self, owner: str) -> None:
+        """Its leases were released: the mark goes."""
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._stopped_mark(owner))
 
     # --- reads ----------------------------------------------------------------------------
     def check_integrity(self) -> None:

@@ -266,6 +266,14 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         db = db_of(self.c)
         return [(step_record(r[:-1], db), float(r[-1])) for r in self.c.execute(sql, (*args, limit)).fetchall()]
 
+    def leased_to(self, owner: str) -> list[tuple[StepRecord, float]]:
+        """The running steps `owner` holds, each with its flow's clock offset."""
+        cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
+        rows = self.c.execute(f"SELECT {cols}, f.clock_offset FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
+                              "WHERE s.status = 'RUNNING' AND s.lease_owner = ?", (owner,)).fetchall()
+        db = db_of(self.c)
+        return [(step_record(r[:-1], db), float(r[-1])) for r in rows]
+
     def expired_foreign_attempts(self, now: float, owner: str, flow_ids: list[str] | None
                                  ) -> list[tuple[StepRecord, float]]:
         """Running steps other owners hold whose first deadline has passed by `now` (real

@@ -114,16 +114,16 @@ def assert_sound_and_resumable(out: Outcome) -> None:
 
 # ------------------------------------------------------------------------- disk full
 @contextmanager
-def small_tmpfs(point: Path) -> Iterator[tuple[list[str], Path]]:
-    """A 2 MiB tmpfs at `point` in a mount namespace of its own: (the prefix that runs a command
-    inside it, the same folder as seen from here). Skips the test where it cannot be set up."""
+def small_tmpfs(point: Path, size: str = "2m") -> Iterator[tuple[list[str], Path]]:
+    """A small tmpfs (2 MiB) at `point` in a mount namespace of its own: (the prefix that runs a
+    command inside it, the same folder as seen from here). Skips the test where it cannot be set up."""
     unshare, nsenter = shutil.which("unshare"), shutil.which("nsenter")
     if unshare is None or nsenter is None:
         pytest.skip("needs unshare and nsenter (util-linux) to mount a small tmpfs")
     point.mkdir()
     holder = subprocess.Popen([unshare, "--user", "--map-root-user", "--mount", "sh", "-c",
-                               'mount -t tmpfs -o size=2m tmpfs "$1" && echo mounted && exec sleep 600', "sh",
-                               str(point)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               'mount -t tmpfs -o size="$2" tmpfs "$1" && echo mounted && exec sleep 600', "sh",
+                               str(point), size], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stderr is not None
         if holder.stdout.readline().strip() != "mounted":

@@ -745,3 +745,22 @@ def test_close_of_a_flow_that_is_already_closed_records_nothing(store: Store, de
     with store.tx() as tx:
         t.close(tx, "f", T0 + 2, t.Closed(FlowState.FAILED, "X", "second"))
     assert (flow(store), store.history_of("f")) == before
+
+
+# ---------------------------------------------------------------------------- release_left -
+def test_release_left_ends_every_attempt_still_leased_to_the_owner_and_no_other(store: Store,
+                                                                                defs: Definitions) -> None:
+    started_by(store, defs, "me", "a")
+    started_by(store, defs, "me", "b")
+    started_by(store, defs, "other", "c")
+    with store.tx() as tx:
+        tx.c.execute("UPDATE flows SET clock_offset = 30 WHERE flow_id = 'b'")
+        assert t.release_left(tx, "me", T0 + 5) == 2
+    for fid, ended in (("a", T0 + 5), ("b", T0 + 35)):  # at each flow's own clock
+        (s,) = store.steps_of(fid)
+        (a,) = store.attempts_of(fid)
+        assert (s.status, s.lease_owner, s.next_attempt_at) == (StepState.QUEUED, None, ended)
+        assert (a.outcome, a.end_time) == (AttemptOutcome.INTERRUPTED, ended)
+    assert steps(store, "c")["Start-1"].lease_owner == "other"
+    with store.tx() as tx:
+        assert t.release_left(tx, "me", T0 + 6) == 0

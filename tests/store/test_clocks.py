@@ -4,7 +4,13 @@ time, a reset that keeps what is due, and the old database-wide offset adopted o
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,16 +33,56 @@ def test_a_skip_moves_only_the_flows_named_and_two_skips_both_count(store: Store
     with store.tx() as tx:
         add_flow(tx, "a")
         add_flow(tx, "b")
-    assert store.skip_flows(["b"], 120) == {"b": 120.0}
+    assert store.skip_flows(["b"], 120).moved == {"b": 120.0}
     other = Store(db)
     try:  # another process skipping at the same time: both skips count
-        assert other.skip_flows(["b"], 30.5) == {"b": 150.5}
+        assert other.skip_flows(["b"], 30.5).moved == {"b": 150.5}
     finally:
         other.close()
-    assert store.skip_flows(["b"], -50) == {"b": 150.5}  # never back
+    assert store.skip_flows(["b"], -50).moved == {"b": 150.5}  # never back
     assert flow(store, "a").clock_offset == 0.0 and flow(store, "b").clock_offset == 150.5
     assert store.flow_offsets(None) == {"b": 150.5}
     assert store.flow_offsets(["a"]) == {}
+
+
+def _until_state(pid: int, state: str) -> None:
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rpartition(")")[2].split()[0] == state:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never reached state {state}")
+
+
+def test_a_skip_leaves_alone_a_flow_a_live_running_process_holds(store: Store) -> None:
+    """Live: this test's process. Not live: one that exited and was waited for, one that exited
+    and was not (a zombie), one stopped by SIGSTOP; a lease of the caller's own (`mine`)."""
+    host = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    stopped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(stopped.pid, signal.SIGSTOP)
+        _until_state(zombie.pid, "Z")  # it exited; nobody waits for it until the end
+        _until_state(stopped.pid, "T")
+        owners = {"live": f"{host}:{os.getpid()}:a", "gone": f"{host}:{gone.pid}:a",
+                  "zombie": f"{host}:{zombie.pid}:a", "stopped": f"{host}:{stopped.pid}:a",
+                  "mine": "me:1:b", "nobody": "elsewhere:1:a"}
+        with store.tx() as tx:
+            for fid, owner in owners.items():
+                add_flow(tx, fid)
+                add_running(tx, fid, "R-1", owner)
+        skipped = store.skip_flows(None, 60, mine="me:1")
+        assert skipped.held == {"live": owners["live"]}
+        assert skipped.moved == {f: 60.0 for f in owners if f != "live"}
+        assert store.skip_flows(["live"], 60).held == {"live": owners["live"]}
+        assert flow(store, "live").clock_offset == 0.0
+    finally:
+        stopped.kill()
+        stopped.wait()
+        zombie.wait()
 
 
 def test_skipping_all_moves_only_running_flows(store: Store) -> None:
@@ -44,7 +90,7 @@ def test_skipping_all_moves_only_running_flows(store: Store) -> None:
         add_flow(tx, "a")
         add_flow(tx, "done")
         tx.close_flow("done", FlowState.COMPLETED, T0 + 1, None, None)
-    assert store.skip_flows(None, 60) == {"a": 60.0}
+    assert store.skip_flows(None, 60).moved == {"a": 60.0}
     assert flow(store, "done").clock_offset == 0.0
 
 
@@ -125,6 +171,6 @@ def test_a_skip_no_clock_can_take_is_refused_and_moves_nothing(store: Store) -> 
     with pytest.raises(ClockRangeError, match="flow b's clock"):
         store.skip_flows(["a", "b"], 20)  # b would pass the bound: a does not move either
     assert flow(store, "a").clock_offset == 0.0 and flow(store, "b").clock_offset == MAX_CLOCK_OFFSET - 10
-    assert store.skip_flows(["a", "b"], 10)["b"] == MAX_CLOCK_OFFSET  # up to the bound is fine
+    assert store.skip_flows(["a", "b"], 10).moved["b"] == MAX_CLOCK_OFFSET  # up to the bound is fine
     store.reset_flow_clock("b")
     assert store.list_flows()  # every stored time still a date

@@ -46,6 +46,7 @@ from dexcli.engine.transitions.steps import (
     method_options,
     queue_step,
     release,
+    release_left,
     unlock,
 )
 
@@ -74,6 +75,7 @@ __all__ = [
     "queue_step",
     "reap",
     "release",
+    "release_left",
     "start",
     "stop",
     "unlock",
