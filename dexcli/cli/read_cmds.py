@@ -13,14 +13,13 @@ import typer
 from dexcli.cli.app import open_store, out_console, store_now
 from dexcli.cli.completion import complete_flow_id
 from dexcli.cli.errors import UsageError
-from dexcli.cli.shared import flow_or_not_found
+from dexcli.cli.shared import MAX_LIST_LIMIT, flow_or_not_found
 from dexcli.cli.shown import shown, shown_data
 
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord, Store
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
-MAX_LIST_LIMIT = 1_000_000  # a bound SQLite's LIMIT takes (it overflows past int64)
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
 SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 

@@ -31,6 +31,8 @@ class State:
 STATE = State()
 
 
+MAX_LIST_LIMIT = 1_000_000  # what `--limit` of list and top takes (SQLite's LIMIT overflows past int64)
+
 def user_error_types() -> tuple[type[Exception], ...]:
     """The errors printed as one line: the CLI's, the SDK's and the store's. The store's module
     is looked up only if something imported it: a command that never opened a database cannot

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dexcli.cli.app import open_store, out_console
+from dexcli.cli.shared import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,7 +30,8 @@ def top(
     once: bool = typer.Option(False, "--once", help="Print one screen and exit (what a script or a pipe gets)."),
     json_out: bool = typer.Option(False, "--json", help="Print the overview as JSON and exit."),
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between refreshes."),
-    limit: int = typer.Option(50, "--limit", min=1, help="How many running flows to read, newest first."),
+    limit: int = typer.Option(50, "--limit", min=1, max=MAX_LIST_LIMIT,
+                              help="How many running flows to read, newest first."),
 ) -> None:
     """Every flow of the database, live: counts, the running flows' steps, the overdue and orphaned ones.
 

@@ -4,6 +4,7 @@ a retrying step says its attempt, when the next comes, the time left and how to 
 from __future__ import annotations
 
 import io
+import os
 import socket
 
 import pytest
@@ -33,12 +34,28 @@ def env(tmp_path):
         yield e
 
 
+LIVE = f"{socket.gethostname()}:{os.getpid()}:other"  # another engine of this (live) process
+
+
+def _held_by(env: DexTestEnv, owner: str) -> None:
+    """A polling flow whose running AwaitJob attempt is given to `owner` mid-drive, as if that
+    process had leased it: the drive's own release at its end is then fenced, and it stays RUNNING."""
+    env.start(PollingFlow(), flow_id="demo")
+
+    def beat_then_hand_over() -> bool:
+        if not any(a.heartbeats for a in env.store.attempts_of("demo")):
+            return False
+        with env.store.tx() as tx:
+            tx.c.execute("UPDATE steps SET lease_owner = ? WHERE flow_id = 'demo' AND status = 'RUNNING'", (owner,))
+        return True
+
+    env.drive(until=beat_then_hand_over)
+    assert env.store.read(lambda tx: tx.get_step("demo", "AwaitJob-1")).lease_owner == owner
+
+
 def _orphan(env: DexTestEnv) -> None:
     """A polling flow whose AwaitJob attempt belongs to a process that died."""
-    env.start(PollingFlow(), flow_id="demo")
-    env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("demo")))
-    with env.store.tx() as tx:
-        tx.c.execute("UPDATE steps SET lease_owner = ? WHERE flow_id = 'demo' AND status = 'RUNNING'", (DEAD,))
+    _held_by(env, DEAD)
 
 
 def test_a_flow_no_process_drives_is_named_overdue_with_the_command_that_helps(env):
@@ -62,9 +79,8 @@ def test_a_flow_no_process_drives_is_named_overdue_with_the_command_that_helps(e
 
 
 def test_a_flow_a_live_process_holds_is_not_overdue(env):
-    env.start(PollingFlow(), flow_id="demo")
-    env.drive(until=lambda: any(a.heartbeats for a in env.store.attempts_of("demo")))
-    env.clock.advance(300)  # this process holds the attempt: it will time it out itself
+    _held_by(env, LIVE)
+    env.clock.advance(300)  # a live process holds the attempt: it will time it out itself
     assert env.inspect("demo")["overdue"] is None
 
 
