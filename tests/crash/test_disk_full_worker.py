@@ -90,7 +90,7 @@ TRIALS.add("read-full", _read_when_full)
 def test_a_full_disk_stops_a_worker_in_one_line_and_the_next_worker_loses_nothing(trials: Any) -> None:
     r = trials["drain"]
     why = {k: v for k, v in r.items() if k != "stdout"}
-    assert r["code"] == 2, why
+    assert r["code"] == 5, why  # environment: the disk is full
     lines = r["stderr"].splitlines()
     assert len(lines) == 1 and lines[0].startswith("dex: error: database write failed: disk full"), why
     assert "Traceback" not in r["stdout"] and "could not be recorded" not in r["stdout"], why
@@ -109,7 +109,7 @@ def test_a_full_disk_stops_a_worker_in_one_line_and_the_next_worker_loses_nothin
 @pytest.mark.trials("read-full")
 def test_with_the_disk_full_and_no_dex_open_a_read_says_disk_full(trials: Any) -> None:
     res = trials["read-full"]
-    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert res.returncode == 5, (res.stdout, res.stderr)
     assert res.stderr.splitlines() == [
         f"dex: error: cannot open the database {res.args[res.args.index('--db') + 1]}: disk full (SQLite needs "
         "room beside it for its -wal and -shm files, even to read)"], res.stderr
