@@ -277,18 +277,12 @@ class Client(_Closing):
         committed value satisfies `match`, and return that value. RequestTimeoutError when
         `options.request_timeout` passes first; FlowNotActiveOrNotFoundError if the flow is not
         running or ends first."""
-        check, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
-        found = check()
-        if not found[0]:
-            def matched() -> bool:
-                nonlocal found
-                found = check()
-                return bool(found[0])
-
-            self._drive_until(flow_id, matched, deadline)
-        if not found[0]:
+        match, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
+        if not match.held():
+            self._drive_until(flow_id, match.held, deadline)
+        if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
-        return found[1]
+        return match.value
 
     def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
                                  options: WaitForStepCompletionOptions) -> None:
@@ -390,18 +384,12 @@ class AsyncClient(_Closing):
 
     async def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
         """As Client.wait_for_attribute_match, polling while the engine runs on this loop."""
-        check, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
-        found = check()
-        if not found[0]:
-            def matched() -> bool:
-                nonlocal found
-                found = check()
-                return bool(found[0])
-
-            await self._drive_until(flow_id, matched, deadline)
-        if not found[0]:
+        match, deadline = self._ops.attribute_wait(flow_id, attribute, args, kwargs)
+        if not match.held():
+            await self._drive_until(flow_id, match.held, deadline)
+        if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
-        return found[1]
+        return match.value
 
     async def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
                                        options: WaitForStepCompletionOptions) -> None:

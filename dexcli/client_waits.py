@@ -30,6 +30,18 @@ def _dt(t: float) -> datetime:
     return datetime.fromtimestamp(t, tz=UTC)
 
 
+class Matching:
+    """An attribute wait's condition: `held()` looks again and keeps the value it saw."""
+
+    def __init__(self, check: Callable[[], tuple[bool, Any]]) -> None:
+        self._check = check
+        self.found, self.value = False, None
+
+    def held(self) -> bool:
+        self.found, self.value = self._check()
+        return self.found
+
+
 class WaitOps:
     engine: Engine
 
@@ -61,8 +73,8 @@ class WaitOps:
             raise FlowNotActiveOrNotFoundError(f"flow {flow_id!r} is not running (or does not exist)")
 
     def attribute_wait(self, flow_id: str, attribute: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-                       ) -> tuple[Callable[[], tuple[bool, Any]], float | None]:
-        """The check of one `wait_for_attribute_match` ((matched, value) now) and its deadline."""
+                       ) -> tuple[Matching, float | None]:
+        """The check of one `wait_for_attribute_match` and its deadline."""
         instance, match, options = wait_arguments(attribute, args, kwargs)
         duration_seconds(options.internal_handler_timeout)
         deadline = self.request_deadline(options.request_timeout)
@@ -74,7 +86,7 @@ class WaitOps:
             value = None if text is None else decode(text, attribute.value_type)
             return (text is not None and matches(match, value)), value
 
-        return check, deadline
+        return Matching(check), deadline
 
     def step_wait(self, flow_id: str, step_execution_id: StepExecutionId, options: WaitForStepCompletionOptions
                   ) -> tuple[Callable[[], bool], float | None]:
