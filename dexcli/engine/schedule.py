@@ -73,6 +73,7 @@ class Scheduler:
         self._stop: Callable[[], bool] | None = None  # run()'s stop condition
         self._waiters: list[Waiter] = []  # drives asked for while run() goes on (dexcli.engine.drives)
         self._orphans: list[Waiter] = []  # those of attempts still waiting when run() ended
+        self._next_stopped_look = 0.0  # real monotonic time of the next look for stopped owners' marks
         self._announced: object = None  # what the last idleWait event said
 
     def _new_owner(self) -> str:
@@ -279,6 +280,10 @@ class Scheduler:
         """A process that stopped when it could not write (the disk was full) left a mark for
         the leases it meant to release (`Store.record_stopped`): release them now, at once,
         as it would have — not at their heartbeat deadlines, as a crash's."""
+        clock = self.engine.clock
+        if clock.real_monotonic() < self._next_stopped_look:  # a directory read: not on every run()
+            return
+        self._next_stopped_look = clock.real_monotonic() + REAL_POLL_SECONDS
         store = self.engine.store
         for owner in store.stopped_owners():
             if owner_alive(owner):
