@@ -24,8 +24,6 @@ PACKAGE = ROOT / "dexcli"
 TWO_WAY_DEBT = {
     ("dexcli", "cli", "plugins"),
     ("dexcli.cli", "app", "plugin_cmds"),
-    ("dexcli.cli", "render", "render_locks"),
-    ("dexcli.cli", "render", "render_wait"),
     ("dexcli.engine", "core", "endings"),
     ("dexcli.engine", "core", "outputs"),
     ("dexcli.engine", "core", "schedule"),

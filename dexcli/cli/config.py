@@ -10,6 +10,7 @@ import shlex
 import stat
 import sys
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dexcli.cli.errors import UsageError
@@ -183,3 +184,18 @@ INIT_TEMPLATE = """\
 # The SQLite database that holds flows, checkpoints and history. Relative paths are
 # relative to this file. Overridden by --db and by the DEX_DB environment variable.
 """
+
+
+def parse_iso(s: str | None) -> float | None:
+    """An ISO time of the inspect JSON as epoch seconds (None stays None)."""
+    if s is None:
+        return None
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def clock_time(s: str | None) -> str:
+    """An ISO time of the inspect JSON as the UTC time of day (`-` for none)."""
+    t = parse_iso(s)
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")

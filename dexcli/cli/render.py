@@ -6,7 +6,6 @@ reads engine state.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -15,7 +14,7 @@ from rich.text import Text
 
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
-from dexcli.cli.config import format_duration
+from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
@@ -43,19 +42,6 @@ def error_place(attempt: dict[str, Any]) -> str:
 
     place = innermost_place(attempt.get("stackTrace"))
     return f" at {shown(short_path(place))}" if place else ""
-
-
-def parse_iso(s: str | None) -> float | None:
-    if s is None:
-        return None
-    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
-def clock_time(s: str | None) -> str:
-    t = parse_iso(s)
-    if t is None:
-        return "-"
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")
 
 
 def short_value(v: Any, limit: int = 60) -> str:

@@ -10,19 +10,17 @@ from rich.text import Text
 
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
-from dexcli.cli.config import format_duration
+from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.cli.render import (
     STATUS_STYLE,
     _duration_between,
     attempt_label,
     brief_json,
-    clock_time,
     decision_text,
     due_in,
     error_place,
     error_text,
     overdue_line,
-    parse_iso,
     short_value,
     stream_lines,
 )

@@ -88,7 +88,7 @@ def _attribute_line(label: str, value: Any) -> Text:
 
 def lock_lines(snap: dict[str, Any]) -> list[Text]:
     """The Locks panel: each live lock, who holds it and who waits for it."""
-    from dexcli.cli.render import clock_time
+    from dexcli.cli.config import clock_time
 
     locks = snap.get("state", {}).get("locks") or []
     waiters: dict[str, list[str]] = {}

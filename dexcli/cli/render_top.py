@@ -13,8 +13,8 @@ from rich.text import Text
 
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
-from dexcli.cli.config import format_duration
-from dexcli.cli.render import STATUS_STYLE, STEP_GLYPH, clock_time, due_in, parse_iso
+from dexcli.cli.config import clock_time, format_duration, parse_iso
+from dexcli.cli.render import STATUS_STYLE, STEP_GLYPH, due_in
 
 STATUS_ORDER = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 

@@ -14,13 +14,13 @@ from dexcli.cli.config import format_duration
 
 
 def _iso_seconds(s: str | None) -> float | None:
-    from dexcli.cli.render import parse_iso
+    from dexcli.cli.config import parse_iso
 
     return parse_iso(s)
 
 
 def _clock(s: str | None) -> str:
-    from dexcli.cli.render import clock_time
+    from dexcli.cli.config import clock_time
 
     return clock_time(s)
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from rich.text import Text
 
-from dexcli.cli.config import format_duration
-from dexcli.cli.render import STATUS_STYLE, parse_iso
+from dexcli.cli.config import format_duration, parse_iso
+from dexcli.cli.render import STATUS_STYLE
 
 LABEL_MAX = 24  # a step execution id up to this long is shown whole
 NOTES_PER_STEP = 5

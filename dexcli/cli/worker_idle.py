@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dexcli.cli.config import format_duration
-from dexcli.cli.render import clock_time, parse_iso
+from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.engine.core import Engine
 
 LISTED = 5  # flows or attempts named in one line
