@@ -18,7 +18,18 @@ from dexcli.cli.completion import complete_flow_id, complete_flow_name, complete
 from dexcli.cli.errors import ConflictError, UsageError
 from dexcli.cli.shared import flow_or_not_found
 from dexcli.cli.shown import shown_data
-from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
+from dexcli.cli.start_options import (
+    ATTRIBUTE_OPTION,
+    FILE_OPTION,
+    FLOW_ID_OPTION,
+    ID_REUSE_OPTION,
+    INPUT_OPTION,
+    REQUEST_ID_OPTION,
+    START_DELAY_OPTION,
+    TIMEOUT_OPTION,
+    TIMEOUT_POLICY_OPTION,
+    with_attributes,
+)
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -42,9 +53,9 @@ def run(
     ctx: typer.Context,
     flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling).",
                                       autocompletion=complete_flow_name),
-    file: str | None = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass."),
-    flow_id: str | None = typer.Option(None, "--flow-id", help="Flow ID (default: generated)."),
-    input: str | None = typer.Option(None, "--input", help="Start input as JSON, or @file.json."),
+    file: str | None = FILE_OPTION,
+    flow_id: str | None = FLOW_ID_OPTION,
+    input: str | None = INPUT_OPTION,
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event, then the inspect object."),
     time_skip: bool = typer.Option(False, "--time-skip",
                                    help="Skip idle waits: jump this flow's clock to its next deadline."),
@@ -57,13 +68,12 @@ def run(
     stall: str | None = typer.Option(None, "--stall", help="STEP[:ATTEMPT]: that attempt hangs without heartbeats."),
     fail: str | None = typer.Option(None, "--fail",
                                     help="STEP[:N]: the first N attempts of STEP raise a transient error."),
-    timeout: str | None = typer.Option(None, "--timeout", help="Flow timeout, whole seconds (60s, 15m, 1h)."),
-    timeout_policy: str | None = typer.Option(None, "--timeout-policy", help=TIMEOUT_POLICY_HELP),
-    start_delay: str | None = typer.Option(None, "--start-delay",
-                                           help="Start the first step after this delay (the flow runs meanwhile)."),
-    id_reuse_policy: str | None = typer.Option(None, "--id-reuse-policy", help=ID_REUSE_HELP),
-    request_id: str | None = typer.Option(None, "--request-id", help="The start's request id (default: generated)."),
-    attribute: list[str] | None = typer.Option(None, "--attribute", help=ATTRIBUTE_HELP),
+    timeout: str | None = TIMEOUT_OPTION,
+    timeout_policy: str | None = TIMEOUT_POLICY_OPTION,
+    start_delay: str | None = START_DELAY_OPTION,
+    id_reuse_policy: str | None = ID_REUSE_OPTION,
+    request_id: str | None = REQUEST_ID_OPTION,
+    attribute: list[str] | None = ATTRIBUTE_OPTION,
 ) -> None:
     """Start a flow and drive it to its end here, showing it live.
 

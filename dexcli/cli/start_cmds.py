@@ -16,7 +16,18 @@ import typer
 from typer.core import TyperCommand
 
 from dexcli.cli.app import open_store
-from dexcli.cli.start_options import ATTRIBUTE_HELP, ID_REUSE_HELP, TIMEOUT_POLICY_HELP, with_attributes
+from dexcli.cli.start_options import (
+    ATTRIBUTE_OPTION,
+    FILE_OPTION,
+    FLOW_ID_OPTION,
+    ID_REUSE_OPTION,
+    INPUT_OPTION,
+    REQUEST_ID_OPTION,
+    START_DELAY_OPTION,
+    TIMEOUT_OPTION,
+    TIMEOUT_POLICY_OPTION,
+    with_attributes,
+)
 
 
 class StartCommand(TyperCommand):
@@ -32,17 +43,16 @@ class StartCommand(TyperCommand):
 def start(
     ctx: typer.Context,
     flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling)."),
-    file: str | None = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass."),
-    flow_id: str | None = typer.Option(None, "--flow-id", help="Flow ID (default: generated)."),
-    input: str | None = typer.Option(None, "--input", help="Start input as JSON, or @file.json."),
+    file: str | None = FILE_OPTION,
+    flow_id: str | None = FLOW_ID_OPTION,
+    input: str | None = INPUT_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print the started flow's summary as JSON."),
-    timeout: str | None = typer.Option(None, "--timeout", help="Flow timeout, whole seconds (60s, 15m, 1h)."),
-    timeout_policy: str | None = typer.Option(None, "--timeout-policy", help=TIMEOUT_POLICY_HELP),
-    start_delay: str | None = typer.Option(None, "--start-delay",
-                                           help="Start the first step after this delay (the flow runs meanwhile)."),
-    id_reuse_policy: str | None = typer.Option(None, "--id-reuse-policy", help=ID_REUSE_HELP),
-    request_id: str | None = typer.Option(None, "--request-id", help="The start's request id (default: generated)."),
-    attribute: list[str] | None = typer.Option(None, "--attribute", help=ATTRIBUTE_HELP),
+    timeout: str | None = TIMEOUT_OPTION,
+    timeout_policy: str | None = TIMEOUT_POLICY_OPTION,
+    start_delay: str | None = START_DELAY_OPTION,
+    id_reuse_policy: str | None = ID_REUSE_OPTION,
+    request_id: str | None = REQUEST_ID_OPTION,
+    attribute: list[str] | None = ATTRIBUTE_OPTION,
 ) -> None:
     """Start a flow without driving it and print its id; `dex worker` (or `dex resume ID`) runs it.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import typer
 from rich.text import Text
 
 from dexcli.cli.config import format_duration, parse_duration
@@ -112,3 +113,16 @@ def with_attributes(options: StartFlowOptions, definition: FlowDefinition, given
         except (TypeError, ValueError) as exc:
             raise UsageError(f"--attribute {name}: {exc}") from None
     return options
+
+
+# The options `dex run` and `dex start` share, declared once (typer reads each default's OptionInfo).
+FILE_OPTION = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass.")
+FLOW_ID_OPTION = typer.Option(None, "--flow-id", help="Flow ID (default: generated).")
+INPUT_OPTION = typer.Option(None, "--input", help="Start input as JSON, or @file.json.")
+TIMEOUT_OPTION = typer.Option(None, "--timeout", help="Flow timeout, whole seconds (60s, 15m, 1h).")
+TIMEOUT_POLICY_OPTION = typer.Option(None, "--timeout-policy", help=TIMEOUT_POLICY_HELP)
+START_DELAY_OPTION = typer.Option(None, "--start-delay",
+                                  help="Start the first step after this delay (the flow runs meanwhile).")
+ID_REUSE_OPTION = typer.Option(None, "--id-reuse-policy", help=ID_REUSE_HELP)
+REQUEST_ID_OPTION = typer.Option(None, "--request-id", help="The start's request id (default: generated).")
+ATTRIBUTE_OPTION = typer.Option(None, "--attribute", help=ATTRIBUTE_HELP)
