@@ -41,7 +41,7 @@ def long_feed(db: str, at: list[int]) -> dict[str, Any]:
     from dexcli.engine.process import tune_gc
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     fresh_db(Path(db))
     engine = Engine(Store(db), Clock.virtual(), Registry([], allow_async_handlers=True))

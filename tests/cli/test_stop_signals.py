@@ -20,8 +20,8 @@ import pytest
 from dexcli.cli.driver import build_engine
 from dexcli.engine.host import StoreHost
 from dexcli.store import Store
-from flows.job_service import FakeJobService
-from flows.polling import PollingFlow
+from dexcli_flows.job_service import FakeJobService
+from dexcli_flows.polling import PollingFlow
 from tests.cli.cli_helpers import start_flow, subprocess_env
 from tests.cli.test_clean_exits import NOISE, assert_released_and_resumes_at_once, wait_for_running_attempt
 from tests.cli.test_subprocess import dex, spawn

@@ -11,7 +11,7 @@ import pytest
 
 from dexcli import ValueMappingError
 from dexcli.testing import DexTestEnv
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.cli.cli_helpers import assert_error
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b[2J[bold]loud[/bold]\nforged line"

@@ -53,7 +53,7 @@ def _start_delayed(db: Path, flow_id: str) -> None:
 
     from dexcli import StartFlowOptions
     from dexcli.cli.driver import build_engine
-    from flows.three_steps import ThreeStepFlow
+    from dexcli_flows.three_steps import ThreeStepFlow
 
     store = Store(db)
     try:

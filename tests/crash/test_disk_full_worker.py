@@ -20,13 +20,13 @@ import pytest
 
 from dexcli.cli.driver import build_engine
 from dexcli.store import Store
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 from tests.crash.crashkit import ENV, ROOT, TEST_TIMEOUT, Trials
 from tests.crash.test_bad_conditions import DEX, WAIT, fill, run, small_tmpfs
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
-N_FLOWS = 300
+N_FLOWS = 1000  # enough that the worker is still draining when the disk fills (300 could all end first)
 TRIALS = Trials("disk-full-worker", priority=0)
 
 
@@ -52,7 +52,7 @@ def _scenario(db: Path) -> dict[str, Any]:
         worker = subprocess.Popen([*prefix, *DEX, "--db", str(db), "worker"], cwd=ROOT, env=ENV,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert worker.stdout is not None
-        for _ in range(21):  # its header, then 20 flows finished: it is busy
+        for _ in range(6):  # its header, then 5 flows finished: it is busy
             assert worker.stdout.readline(), worker.communicate(timeout=WAIT)
         filler = fill(outside)
         out, err = worker.communicate(timeout=WAIT)

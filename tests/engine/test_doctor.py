@@ -6,7 +6,7 @@ from __future__ import annotations
 from dexcli import FlowStatus, WaitForFailurePolicy
 from dexcli.engine import doctor
 from dexcli.testing import DexTestEnv
-from flows.approval import ApprovalFlow
+from dexcli_flows.approval import ApprovalFlow
 from tests.engine.test_wait_for_failure import BrokenFlow
 
 

@@ -18,8 +18,8 @@ from dexcli.engine.core import Engine
 from dexcli.engine.process import GC_THRESHOLDS
 from dexcli.sdk.registry import Registry
 from dexcli.store import Store
-from flows.polling import PollingFlow
-from flows.three_steps import ThreeStepFlow
+from dexcli_flows.polling import PollingFlow
+from dexcli_flows.three_steps import ThreeStepFlow
 
 N = 150
 BATCH = 50
