@@ -254,9 +254,9 @@ def make_big_db(db: str, n: int) -> dict[str, Any]:
     shift = "seq.i * 7.0"
     conn.execute(
         f"INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, close_time,"
-        f" error_type, error_message, graceful, completions) SELECT {fid}, run_id || '-' || seq.i, flow_type, flow_ref,"
-        f" status, input, request_id || '-' || seq.i, start_time + {shift}, close_time + {shift}, error_type,"
-        f" error_message, graceful, completions FROM flows, seq WHERE flows.flow_id = 'tpl'")
+        f" error_type, error_message, graceful, completions, num) SELECT {fid}, run_id || '-' || seq.i, flow_type,"
+        f" flow_ref, status, input, request_id || '-' || seq.i, start_time + {shift}, close_time + {shift},"
+        f" error_type, error_message, graceful, completions, num + seq.i FROM flows, seq WHERE flows.flow_id = 'tpl'")
     cols = [r[1] for r in conn.execute("PRAGMA table_info(steps)")]
     times = {"scheduled_at", "first_attempt_at", "next_attempt_at", "attempt_started_at", "last_heartbeat_time",
              "heartbeat_deadline", "attempt_deadline", "total_deadline", "end_time"}
@@ -267,8 +267,9 @@ def make_big_db(db: str, n: int) -> dict[str, Any]:
                     for c in cols)
     conn.execute(f"INSERT INTO attempts ({', '.join(cols)}) SELECT {sel} FROM attempts, seq "
                  "WHERE attempts.flow_id = 'tpl'")
-    conn.execute(f"INSERT INTO history (flow_id, event_time, type, payload) SELECT {fid}, event_time + {shift}, "
-                 "type, payload FROM history, seq WHERE history.flow_id = 'tpl' ORDER BY seq.i, event_id")
+    conn.execute(f"INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT history.seq + (seq.i << 24), "
+                 f"{fid}, event_time + {shift}, type, payload FROM history, seq WHERE history.flow_id = 'tpl' "
+                 "ORDER BY seq.i, history.seq")
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     count = conn.execute("SELECT COUNT(*) FROM flows").fetchone()[0]

@@ -99,7 +99,7 @@ def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any],
     if not tx.wait_step(key.flow_id, key.seid, key.owner, key.attempt, text, now, w.next_timer(wait, now),
                         locals_json):
         raise Fenced()
-    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, key.owner, now, AttemptOutcome.COMPLETED)
     unlock(tx, step, now)
     if effects.attributes:
         apply_writes(tx, key.flow_id, effects.attributes, now)

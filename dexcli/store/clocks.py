@@ -16,6 +16,7 @@ import sqlite3
 from typing import Any
 
 from dexcli.store.errors import StoreError
+from dexcli.store.indexed import HISTORY_OF
 
 MAX_CLOCK_OFFSET = 1000 * 365 * 86400.0
 
@@ -26,14 +27,13 @@ class ClockRangeError(StoreError):
 
     exit_code = 2
 
-# every stored time of a flow, by table
+# every stored time of a flow, by table (and its history's, found by key)
 _TIMES = {
     "flows": ("start_time", "close_time"),
     "steps": ("scheduled_at", "first_attempt_at", "next_attempt_at", "attempt_started_at",
               "last_heartbeat_time", "heartbeat_deadline", "attempt_deadline", "total_deadline",
               "end_time", "wait_started", "wait_ended"),
-    "attempts": ("start_time", "end_time", "last_heartbeat"),
-    "history": ("event_time",),
+    "ended_attempts": ("start_time", "end_time", "last_heartbeat"),
     "stream_messages": ("created_time",),
     "channel_messages": ("published_at",),
 }
@@ -61,6 +61,7 @@ def rebase_flow(c: sqlite3.Connection, flow_id: str) -> float:
     for table, cols in _TIMES.items():
         sets = ", ".join(f"{col} = {col} - ?" for col in cols)
         c.execute(f"UPDATE {table} SET {sets} WHERE flow_id = ?", (*(offset for _ in cols), flow_id))
+    c.execute(f"UPDATE history SET event_time = event_time - ? WHERE {HISTORY_OF}", (offset, flow_id, flow_id))
     waits = c.execute("SELECT step_execution_id, wait FROM steps WHERE flow_id = ? AND wait IS NOT NULL",
                       (flow_id,)).fetchall()
     for seid, text in waits:

@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -413,6 +413,28 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
     3: (),  # 4 adds partial indexes for the scheduler (schema.sql creates them)
+    # 5: the running attempt (and the one that completed its step) lives on the step's row, the
+    # others in ended_attempts (the view `attempts` reads both: store/attempt_rows.py), history is keyed by flow (flows.num), and RUNNING steps leave
+    # steps_open.
+    # history is set aside here, schema.sql creates it anew, and REBUILT copies its rows over.
+    4: (
+        "ALTER TABLE steps ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE steps ADD COLUMN stream_writes INTEGER NOT NULL DEFAULT 0",
+        "UPDATE steps SET (heartbeats, stream_writes, last_heartbeat_time) = (SELECT a.heartbeats, a.stream_writes, "
+        "COALESCE(a.last_heartbeat, steps.last_heartbeat_time) FROM attempts a WHERE a.flow_id = steps.flow_id "
+        "AND a.step_execution_id = steps.step_execution_id AND a.attempt = steps.attempt) WHERE status = 'RUNNING'",
+        "DELETE FROM attempts WHERE outcome = 'RUNNING'", "ALTER TABLE attempts RENAME TO ended_attempts",
+        "DROP INDEX IF EXISTS steps_open", "DROP INDEX IF EXISTS history_by_flow",
+        "ALTER TABLE flows ADD COLUMN num INTEGER", "UPDATE flows SET num = rowid",
+        "ALTER TABLE history RENAME TO old_history",
+    ),
+}
+# After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.
+REBUILT: dict[int, tuple[str, ...]] = {
+    4: ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT (f.num << 24) + ROW_NUMBER() "
+        "OVER (PARTITION BY h.flow_id ORDER BY h.event_id), h.flow_id, h.event_time, h.type, h.payload "
+        "FROM old_history h JOIN flows f ON f.flow_id = h.flow_id",
+        "DROP TABLE old_history"),
 }
 
 
@@ -429,6 +451,9 @@ def _migrate(conn: Connection, version: int) -> None:
             sql = _schema_sql()
             for stmt in _statements(sql):
                 conn.execute(stmt)
+            for v in range(current, SCHEMA_VERSION):
+                for stmt in REBUILT.get(v, ()):
+                    conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:

@@ -8,7 +8,7 @@ running elsewhere, with a timeout or an offset), not every step a long-lived dat
 from __future__ import annotations
 
 # steps_open: queued, backing off or waiting steps, by (status, next_attempt_at)
-STEPS_DUE = "s.status IN ('QUEUED', 'BACKOFF', 'RUNNING', 'WAITING') AND s.status IN ('QUEUED','BACKOFF','WAITING')"
+STEPS_DUE = "s.status IN ('QUEUED', 'BACKOFF', 'WAITING')"
 # flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
 FLOWS_WITH_TIMEOUT = "f.timeout_at IS NOT NULL AND +f.status = 'RUNNING'"
 FLOWS_WITH_OFFSET = "clock_offset != 0 AND +status = 'RUNNING'"
@@ -21,3 +21,7 @@ def foreign_running(select: str, cond: str = "") -> str:
     and `cond`'s arguments once per part."""
     parts = ("s.lease_owner < ?", "s.lease_owner > ?", "s.lease_owner IS NULL AND ? IS NOT NULL")
     return " UNION ALL ".join(f"{select}s.status = 'RUNNING' AND {p}{cond}" for p in parts)
+
+# a flow's history, by key (see schema.sql): bind the flow id twice
+HISTORY_OF = ("seq > (SELECT num FROM flows WHERE flow_id = ?) << 24 "
+              "AND seq < ((SELECT num FROM flows WHERE flow_id = ?) + 1) << 24")

@@ -123,6 +123,8 @@ class StepRecord:
     wait_for_failed: bool = False
     locals: str | None = None  # step-execution locals (JSON object)
     lock_wait: str | None = None  # the attribute lock key a queued step waits for
+    heartbeats: int = 0  # the current (or last) attempt's heartbeats and Stream writes
+    stream_writes: int = 0
 
     @property
     def method_attempt(self) -> int:
@@ -150,7 +152,7 @@ class AttemptRecord:
 
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
-    event_id: int  # per flow, from 1 (Store.history_of numbers them; the table id is database-wide)
+    event_id: int  # per flow, from 1
     flow_id: str
     event_time: float
     type: str
@@ -208,7 +210,7 @@ def columns(record: type[Any]) -> str:
 FLOW_COLUMNS = columns(FlowRecord)
 STEP_COLUMNS = columns(StepRecord)
 ATTEMPT_COLUMNS = columns(AttemptRecord)
-HISTORY_COLUMNS = columns(HistoryRecord)
+HISTORY_COLUMNS = columns(HistoryRecord).replace("event_id", "seq & 16777215")  # see schema.sql
 STREAM_COLUMNS = columns(StreamRecord)
 
 

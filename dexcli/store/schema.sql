@@ -26,8 +26,10 @@ CREATE TABLE IF NOT EXISTS flows (
     timeout_at    REAL,                 -- when the timeout fires; NULL once it has (or none)
     timeout_handler_options TEXT,       -- handle_timeout's ResolvedOptions JSON (HANDLER)
     start_delay   REAL,                 -- StartFlowOptions.start_delay (seconds)
-    id_reuse_policy TEXT                -- the IdReusePolicy it was started with
+    id_reuse_policy TEXT,               -- the IdReusePolicy it was started with
+    num           INTEGER               -- the flow's number: its history's keys (see history)
 );
+CREATE UNIQUE INDEX IF NOT EXISTS flows_by_num ON flows(num);
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);
 CREATE INDEX IF NOT EXISTS flows_by_status ON flows(status, start_time);
 CREATE INDEX IF NOT EXISTS flows_by_type   ON flows(flow_type, start_time);
@@ -70,13 +72,21 @@ CREATE TABLE IF NOT EXISTS steps (
     wait_for_failed   INTEGER NOT NULL DEFAULT 0,
     locals            TEXT,              -- step-execution locals (JSON object)
     lock_wait         TEXT,              -- the attribute lock key a queued step waits for
+    heartbeats        INTEGER NOT NULL DEFAULT 0,  -- the current (or last) attempt's, as attempts has them
+    stream_writes     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (flow_id, step_execution_id)
 );
+-- A step transition writes few pages (each written to the WAL at its COMMIT). A step leased in
+-- the commit that creates it, the usual next step, never enters steps_open, which holds only
+-- what waits to become runnable. The running attempt lives on its step's row, and so does the
+-- attempt that completed the step: an attempt gets a row of its own only when it ended
+-- otherwise (failed, timed out, lost, interrupted, canceled) or whose step went on to another
+-- method (a wait_for that completed): `ended_attempts`. The view `attempts` reads both.
 CREATE INDEX IF NOT EXISTS steps_open ON steps(status, next_attempt_at)
-    WHERE status IN ('QUEUED', 'BACKOFF', 'RUNNING', 'WAITING');
+    WHERE status IN ('QUEUED', 'BACKOFF', 'WAITING');
 CREATE INDEX IF NOT EXISTS steps_running ON steps(lease_owner) WHERE status = 'RUNNING';
 
-CREATE TABLE IF NOT EXISTS attempts (
+CREATE TABLE IF NOT EXISTS ended_attempts (
     flow_id           TEXT NOT NULL,
     step_execution_id TEXT NOT NULL,
     attempt           INTEGER NOT NULL,
@@ -93,15 +103,29 @@ CREATE TABLE IF NOT EXISTS attempts (
     stack_trace       TEXT,              -- the user code's traceback, innermost frame first
     PRIMARY KEY (flow_id, step_execution_id, attempt)
 );
+-- Every attempt, as inspect shows them: the ended ones above, and those their steps' rows hold.
+CREATE VIEW IF NOT EXISTS attempts AS
+    SELECT flow_id, step_execution_id, attempt, owner, start_time, end_time, outcome, error_type, detail,
+           heartbeats, last_heartbeat, stream_writes, method, stack_trace FROM ended_attempts
+    UNION ALL
+    SELECT s.flow_id, s.step_execution_id, s.attempt, s.lease_owner, s.attempt_started_at,
+           CASE s.status WHEN 'RUNNING' THEN NULL ELSE s.end_time END, s.status, NULL, NULL, s.heartbeats,
+           s.last_heartbeat_time, s.stream_writes, s.method, NULL
+    FROM steps s WHERE s.status = 'RUNNING' OR (s.status = 'COMPLETED' AND s.attempt > 0 AND NOT EXISTS (
+        SELECT 1 FROM ended_attempts a WHERE a.flow_id = s.flow_id AND a.step_execution_id = s.step_execution_id
+        AND a.attempt = s.attempt));
 
+-- A flow's history is one range of keys: seq = flows.num * 2^24 + its event id (which counts
+-- per flow from 1, as in Dex; a flow holds at most 2^24 - 1 events). So a flow's events sit
+-- together and are read by key, with no index to keep, and an event appended to a running flow
+-- writes one page.
 CREATE TABLE IF NOT EXISTS history (
-    event_id   INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     flow_id    TEXT NOT NULL,
     event_time REAL NOT NULL,
     type       TEXT NOT NULL,
     payload    TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS history_by_flow ON history(flow_id, event_id);
 
 CREATE TABLE IF NOT EXISTS stream_messages (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,   -- the resume token

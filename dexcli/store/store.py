@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from dexcli.store import attempt_rows
 from dexcli.store.clocks import check_skip, rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
 from dexcli.store.owners import owner_holds
 from dexcli.store.records import (
-    ATTEMPT_COLUMNS,
     FLOW_COLUMNS,
     HISTORY_COLUMNS,
     STEP_COLUMNS,
@@ -44,8 +44,6 @@ from dexcli.store.tx import Tx
 
 T = TypeVar("T")
 # the history columns with the event id numbered per flow (1, 2, ... in the table's id order)
-_PER_FLOW_HISTORY = ", ".join("ROW_NUMBER() OVER (ORDER BY h.event_id) AS event_id" if c == "event_id" else f"h.{c}"
-                              for c in HISTORY_COLUMNS.split(", "))
 
 
 class Store:
@@ -245,17 +243,13 @@ class Store:
                 self._rows(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))]
 
     def attempts_of(self, flow_id: str) -> list[AttemptRecord]:
-        return [attempt_record(r, self.path) for r in self._rows(
-            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE flow_id = ? "
-            "ORDER BY start_time, step_execution_id, attempt", (flow_id,))]
+        return [attempt_record(r, self.path) for r in self._rows(attempt_rows.OF_FLOW, (flow_id,))]
 
     def history_of(self, flow_id: str, after_event_id: int = 0) -> list[HistoryRecord]:
-        """A flow's history in order. Event ids count per flow from 1, as in Dex (the table's
-        own id is database-wide): numbered here, in the order of that id."""
+        """A flow's history in order (event ids count per flow from 1, as in Dex)."""
         return [history_record(r, self.path) for r in self._rows(
-            f"SELECT {HISTORY_COLUMNS} FROM (SELECT {_PER_FLOW_HISTORY} FROM history AS h WHERE flow_id = ?) "
-            "WHERE event_id > ? ORDER BY event_id",
-            (flow_id, after_event_id))]
+            f"SELECT {HISTORY_COLUMNS} FROM history, (SELECT num << 24 AS base FROM flows WHERE flow_id = ?) "
+            "WHERE seq > base + ? AND seq < base + 16777216 ORDER BY seq", (flow_id, after_event_id))]
 
     def stream_messages(self, flow_id: str, stream: str | None = None, after_id: int = 0,
                         limit: int = 1000, newest_first: bool = False, before_id: int | None = None

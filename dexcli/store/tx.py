@@ -12,7 +12,9 @@ import sqlite3
 from operator import attrgetter
 from typing import Any
 
+from dexcli.store.attempt_rows import CANCEL_ATTEMPTS, END_ATTEMPT
 from dexcli.store.connection import scalar
+from dexcli.store.errors import StoreError
 from dexcli.store.indexed import STEPS_DUE, foreign_running
 from dexcli.store.records import (
     FLOW_COLUMNS,
@@ -40,14 +42,18 @@ _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt 
 # through sqlite3's adaptation lookup (~0.35 µs apiece, 13 of them per step).
 LATER_STEP_FIELDS = ("last_heartbeat_time", "heartbeat_value", "has_heartbeat_value", "decision", "end_time",
                  "method_base", "wait", "wait_started", "wait_ended", "condition_results", "wait_for_failed",
-                 "locals", "lock_wait")
+                 "locals", "lock_wait", "heartbeats", "stream_writes")
 _LATER_VALUES = attrgetter(*LATER_STEP_FIELDS)
-_LATER_DEFAULTS = (None, None, False, None, None, 0, None, None, None, None, False, None, None)
+_LATER_DEFAULTS = (None, None, False, None, None, 0, None, None, None, None, False, None, None, 0, 0)
 _NEW_STEP_FIELDS = tuple(f for f in STEP_COLUMNS.split(", ") if f not in LATER_STEP_FIELDS)
 _NEW_STEP_VALUES = attrgetter(*_NEW_STEP_FIELDS)  # not astuple: it deep-copies
 _STATUS, _METHOD = _NEW_STEP_FIELDS.index("status"), _NEW_STEP_FIELDS.index("method")
 _INSERT_STEP = (f"INSERT INTO steps ({', '.join(_NEW_STEP_FIELDS)}) "
                 f"VALUES ({', '.join('?' for _ in _NEW_STEP_FIELDS)})")
+# One statement: the flow's number, then its last event's key (the end of its range).
+_ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT COALESCE((SELECT MAX(h.seq) "
+              "FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), f.num << 24) + 1, "
+              "f.flow_id, ?, ?, ? FROM flows f WHERE f.flow_id = ?")
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -94,8 +100,9 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                            input: str | None, request_id: str, start_time: float) -> bool:
         """Insert a RUNNING flow unless its id exists (then nothing is written)."""
         cur = self.c.execute(
-            "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(flow_id) DO NOTHING",
+            "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
+            "ON CONFLICT(flow_id) DO NOTHING",
             (flow_id, run_id, flow_type, flow_ref, FlowState.RUNNING.value, input, request_id, start_time))
         return bool(cur.rowcount == 1)
 
@@ -160,7 +167,8 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         still as `step` saw it."""
         cur = self.c.execute(
             "UPDATE steps SET status = 'RUNNING', attempt = ?, lease_owner = ?, attempt_started_at = ?, "
-            "first_attempt_at = COALESCE(first_attempt_at, ?), last_heartbeat_time = NULL, "
+            "first_attempt_at = COALESCE(first_attempt_at, ?), last_heartbeat_time = NULL, heartbeats = 0, "
+            "stream_writes = 0, "
             "heartbeat_deadline = ?, attempt_deadline = ?, next_attempt_at = NULL "
             "WHERE flow_id = ? AND step_execution_id = ? AND status = ? AND attempt = ?",
             (step.attempt + 1, owner, now, now, heartbeat_deadline, attempt_deadline,
@@ -168,15 +176,18 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return bool(cur.rowcount == 1)
 
     def record_heartbeat(self, flow_id: str, seid: str, owner: str, attempt: int, at: float,
-                         heartbeat_deadline: float, checkpoint: tuple[bool, str | None] | None) -> bool:
-        """A running attempt's last heartbeat (and checkpoint, when set or cleared). Fenced."""
+                         heartbeat_deadline: float, checkpoint: tuple[bool, str | None] | None,
+                         heartbeats: int = 0, writes: int = 0) -> bool:
+        """A running attempt's last heartbeat (and checkpoint, when set or cleared), counting
+        `heartbeats` more heartbeats and `writes` more Stream messages. Fenced."""
         if checkpoint is None:
-            sql = "UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ? WHERE " + _FENCE
-            args: tuple[Any, ...] = (at, heartbeat_deadline)
+            sql = ("UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ?, heartbeats = heartbeats + ?, "
+                   "stream_writes = stream_writes + ? WHERE " + _FENCE)
+            args: tuple[Any, ...] = (at, heartbeat_deadline, heartbeats, writes)
         else:
-            sql = ("UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ?, has_heartbeat_value = ?, "
-                   "heartbeat_value = ? WHERE " + _FENCE)
-            args = (at, heartbeat_deadline, int(checkpoint[0]), checkpoint[1])
+            sql = ("UPDATE steps SET last_heartbeat_time = ?, heartbeat_deadline = ?, heartbeats = heartbeats + ?, "
+                   "stream_writes = stream_writes + ?, has_heartbeat_value = ?, heartbeat_value = ? WHERE " + _FENCE)
+            args = (at, heartbeat_deadline, heartbeats, writes, int(checkpoint[0]), checkpoint[1])
         return bool(self.c.execute(sql, (*args, flow_id, seid, owner, attempt)).rowcount == 1)
 
     def complete_step(self, flow_id: str, seid: str, owner: str | None, attempt: int, decision: str,
@@ -203,19 +214,15 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def give_back_step(self, flow_id: str, seid: str, owner: str, attempt: int, now: float) -> bool:
         """Undo the lease of an attempt that never began: the step is QUEUED, runnable now, with
-        its attempt number back and that attempt's row gone (nothing of it ran). Fenced."""
+        its attempt number back (a running attempt has no row of its own to remove). Fenced."""
         cur = self.c.execute("UPDATE steps SET status = 'QUEUED', attempt = attempt - 1, next_attempt_at = ?, "
                              "lease_owner = NULL, first_attempt_at = CASE WHEN attempt = 1 THEN NULL "
                              "ELSE first_attempt_at END WHERE " + _FENCE, (now, flow_id, seid, owner, attempt))
-        if cur.rowcount != 1:
-            return False
-        self.c.execute("DELETE FROM attempts WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
-                       (flow_id, seid, attempt))
-        return True
+        return bool(cur.rowcount == 1)
 
     def interrupted_attempts(self, flow_id: str, seid: str, after: int = 0) -> int:
         """How many attempts numbered above `after` were interrupted (they do not count as tries)."""
-        return int(scalar(self.c, "SELECT COUNT(*) FROM attempts WHERE flow_id = ? AND step_execution_id = ? "
+        return int(scalar(self.c, "SELECT COUNT(*) FROM ended_attempts WHERE flow_id = ? AND step_execution_id = ? "
                                   "AND outcome = 'INTERRUPTED' AND attempt > ?", (flow_id, seid, after)))
 
     def active_step_count(self, flow_id: str) -> int:
@@ -223,10 +230,9 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                           (flow_id,)))
 
     def cancel_open_steps(self, flow_id: str, now: float) -> None:
+        self.c.execute(CANCEL_ATTEMPTS, (now, flow_id))
         self.c.execute(f"UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
                        f"WHERE flow_id = ? AND status IN {_OPEN}", (now, flow_id))
-        self.c.execute("UPDATE attempts SET outcome = 'CANCELED', end_time = ? "
-                       "WHERE flow_id = ? AND outcome = 'RUNNING'", (now, flow_id))
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
         """Queued, backing-off and waiting steps due by `now` (real time; each flow's stored
@@ -292,34 +298,22 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return [(step_record(r[:-1], db_of(self.c)), float(r[-1])) for r in self.c.execute(sql, args).fetchall()]
 
     # --- attempts -------------------------------------------------------------------------
-    def insert_attempt(self, flow_id: str, seid: str, attempt: int, owner: str, start_time: float,
-                       method: str = "EXECUTE") -> None:
-        self.c.execute("INSERT INTO attempts (flow_id, step_execution_id, attempt, owner, start_time, outcome, "
-                       "method) VALUES (?, ?, ?, ?, ?, 'RUNNING', ?)",
-                       (flow_id, seid, attempt, owner, start_time, method))
-
-    def end_attempt(self, flow_id: str, seid: str, attempt: int, end_time: float, outcome: AttemptOutcome,
-                    error_type: str | None = None, detail: str | None = None,
+    def end_attempt(self, flow_id: str, seid: str, attempt: int, owner: str | None, end_time: float,
+                    outcome: AttemptOutcome, error_type: str | None = None, detail: str | None = None,
                     stack_trace: str | None = None) -> None:
-        self.c.execute(
-            "UPDATE attempts SET end_time = ?, outcome = ?, error_type = ?, detail = ?, stack_trace = ? "
-            "WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
-            (end_time, outcome.value, error_type, detail, stack_trace, flow_id, seid, attempt))
-
-    def bump_attempt_counters(self, flow_id: str, seid: str, attempt: int, heartbeats: int, writes: int,
-                              at: float) -> None:
-        self.c.execute(
-            "UPDATE attempts SET heartbeats = heartbeats + ?, stream_writes = stream_writes + ?, "
-            "last_heartbeat = ? WHERE flow_id = ? AND step_execution_id = ? AND attempt = ?",
-            (heartbeats, writes, at, flow_id, seid, attempt))
+        """Record an attempt that ended and does not complete its step (that one stays on the
+        step's row): its start, counters and method come from the step's row, so call this
+        before the next attempt is leased."""
+        self.c.execute(END_ATTEMPT, (attempt, owner, end_time, outcome.value, error_type, detail, stack_trace,
+                                      flow_id, seid))
 
     # --- history --------------------------------------------------------------------------
-    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> int:
-        """Append a history event; `payload` is a dict, or an object already encoded (see json_object)."""
+    def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> None:
+        """Append a history event, numbered after the flow's last; `payload` is a dict, or an
+        object already encoded (see json_object)."""
         text = payload if isinstance(payload, str) else _COMPACT.encode(payload)
-        cur = self.c.execute("INSERT INTO history (flow_id, event_time, type, payload) VALUES (?, ?, ?, ?)",
-                             (flow_id, now, type_, text))
-        return int(cur.lastrowid or 0)
+        if self.c.execute(_ADD_EVENT, (now, type_, text, flow_id)).rowcount != 1:
+            raise StoreError(f"no flow {flow_id!r} to add a {type_} event to")
 
     # --- streams --------------------------------------------------------------------------
     def append_stream(self, flow_type: str, stream: str, flow_id: str, source: str, value: str,

@@ -74,10 +74,14 @@ class RunStatements:
         archived = f"{flow_id}{ARCHIVE_SEPARATOR}{run_id}"
         cols = FLOW_COLUMNS.split(", ")
         select = ", ".join("?" if c == "flow_id" else c for c in cols)
-        self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}) SELECT {select} FROM flows WHERE flow_id = ?",
-                       (archived, flow_id))
-        for table in ("steps", "attempts", "history", "channel_messages", "attributes", "search_attributes",
-                      "attribute_locks"):
+        old = self.c.execute("SELECT num FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()[0]
+        new = self.c.execute("SELECT MAX(num) + 1 FROM flows").fetchone()[0]
+        self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}, num) SELECT {select}, ? FROM flows WHERE flow_id = ?",
+                       (archived, new, flow_id))
+        for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes", "attribute_locks"):
             self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
+        # its history moves to the archived row's range of keys (see schema.sql)
+        self.c.execute("UPDATE history SET flow_id = ?, seq = seq + ? WHERE seq > ? AND seq < ?",
+                       (archived, (new - old) << 24, old << 24, (old + 1) << 24))
         self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
         return archived

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from dexcli.store.attempt_rows import CANCEL_ATTEMPTS
 from dexcli.store.records import STEP_COLUMNS, StepRecord, db_of, json_value, step_record
 
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
@@ -99,10 +100,9 @@ class WaitStatements:
             if row is None:
                 continue
             step = step_record(row, db_of(self.c))
+            self.c.execute(CANCEL_ATTEMPTS + " AND step_execution_id = ?", (now, flow_id, seid))
             self.c.execute("UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
                            "WHERE flow_id = ? AND step_execution_id = ?", (now, flow_id, seid))
-            self.c.execute("UPDATE attempts SET outcome = 'CANCELED', end_time = ? WHERE flow_id = ? "
-                           "AND step_execution_id = ? AND outcome = 'RUNNING'", (now, flow_id, seid))
             found.append(step)
         return found
 

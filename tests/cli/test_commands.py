@@ -191,7 +191,7 @@ def test_doctor_reports_a_breach_after_the_database_is_corrupted(cli):
     cli.ok("run", "three-steps", "--flow-id", "a", "--input", "1")
     with sqlite3.connect(cli.db) as conn:
         n = conn.execute("DELETE FROM history WHERE flow_id = 'a' AND type = 'StepExecuteCompleted' "
-                         "AND event_id = (SELECT MAX(event_id) FROM history WHERE flow_id = 'a' "
+                         "AND seq = (SELECT MAX(seq) FROM history WHERE flow_id = 'a' "
                          "AND type = 'StepExecuteCompleted')").rowcount
     conn.close()
     assert n == 1
@@ -210,9 +210,13 @@ def test_doctor_judges_wait_for_and_execute_attempts_apart(cli):
 
 
 @pytest.mark.parametrize("corruption, breach", [
-    ("UPDATE attempts SET method = 'EXECUTE' WHERE attempt = 1", "completed execute attempts [1, 2]"),
-    ("UPDATE attempts SET outcome = 'FAILED' WHERE attempt = 2", "completed execute attempts []"),
-    ("UPDATE attempts SET method = 'WAIT_FOR' WHERE attempt = 2", "wait_for attempts are [1, 2], expected [1]"),
+    # the wait_for attempt that completed has a row of its own; the execute attempt that completed
+    # the step is the step's row (see store/attempt_rows.py)
+    ("UPDATE ended_attempts SET method = 'EXECUTE' WHERE attempt = 1", "completed execute attempts [1, 2]"),
+    ("INSERT INTO ended_attempts (flow_id, step_execution_id, attempt, owner, start_time, end_time, outcome, "
+     "method) SELECT flow_id, step_execution_id, 2, lease_owner, attempt_started_at, end_time, 'FAILED', "
+     "'EXECUTE' FROM steps WHERE attempt = 2", "completed execute attempts []"),
+    ("UPDATE steps SET method = 'WAIT_FOR' WHERE attempt = 2", "wait_for has completed attempts [1, 2]"),
 ])
 def test_doctor_still_catches_a_breach_in_a_wait_for_step(cli, corruption, breach):
     cli.ok("run", "approval", "--flow-id", "x1", "--input", '{"title": "t", "expire_after_seconds": 1}',

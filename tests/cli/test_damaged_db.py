@@ -48,8 +48,11 @@ DAMAGE = {
     "bad JSON in a flow": ("UPDATE flows SET completions = '[{'", "table flows row 'done': completions is not JSON"),
     "bad JSON in a step": ("UPDATE steps SET options = 'nope' WHERE step_execution_id = 'First-1'",
                            "table steps row 'done' 'First-1': options is not JSON"),
-    "bad JSON in history": ("UPDATE history SET payload = '{' WHERE rowid = 2", "table history row 'done' event 2"),
-    "an unknown attempt outcome": ("UPDATE attempts SET outcome = 'MAYBE'", "table attempts row 'done' 'First-1'"),
+    "bad JSON in history": ("UPDATE history SET payload = '{' WHERE seq = (1 << 24) + 2",  # see schema.sql
+                            "table history row 'done' event 2"),
+    "an unknown attempt outcome": ("INSERT INTO ended_attempts (flow_id, step_execution_id, attempt, start_time, "
+                                   "outcome) VALUES ('done', 'First-1', 0, 0, 'MAYBE')",
+                                   "table attempts row 'done' 'First-1'"),
 }
 
 

@@ -52,12 +52,11 @@ def add_step(tx: Tx, flow_id: str, seid: str, **changes: Any) -> StepRecord:
 def add_running(tx: Tx, flow_id: str, seid: str, owner: str, *, attempt: int = 1, at: float = T0,
                 heartbeat_deadline: float | None = None, attempt_deadline: float | None = None,
                 **changes: Any) -> StepRecord:
-    """A step whose attempt `attempt` runs for `owner` (step row and attempt row)."""
+    """A step whose attempt `attempt` runs for `owner` (the step's row holds the running attempt)."""
     step = add_step(tx, flow_id, seid, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
                     first_attempt_at=at, attempt_started_at=at, next_attempt_at=None,
                     heartbeat_deadline=at + 60 if heartbeat_deadline is None else heartbeat_deadline,
                     attempt_deadline=at + 600 if attempt_deadline is None else attempt_deadline, **changes)
-    tx.insert_attempt(flow_id, seid, attempt, owner, at)
     return step
 
 

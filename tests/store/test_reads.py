@@ -55,6 +55,8 @@ def test_history_of_numbers_events_per_flow_from_1_in_event_order(store: Store) 
     """Two flows' events interleaved in the table: each flow's history counts 1, 2, 3, ... (as
     in Dex), in insertion order; `after_event_id` is that per-flow number."""
     with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "g")
         tx.add_event("g", T0, "G0", {})
         for i in range(4):
             tx.add_event("f", T0 + i, f"E{i}", {"i": i})

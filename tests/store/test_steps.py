@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -154,9 +155,8 @@ def test_cancel_open_steps_cancels_open_steps_and_running_attempts_only(scene: S
         add_step(tx, "f", "A-1")
         add_running(tx, "f", "B-1", "me")
         add_step(tx, "f", "C-1", status=StepState.BACKOFF, attempt=1)
-        done = add_step(tx, "f", "D-1", status=StepState.COMPLETED, attempt=1, end_time=T0 + 1)
-        tx.insert_attempt("f", "D-1", 1, "me", T0)
-        tx.end_attempt("f", "D-1", 1, T0 + 1, AttemptOutcome.COMPLETED)
+        done = add_step(tx, "f", "D-1", status=StepState.COMPLETED, attempt=1, attempt_started_at=T0,
+                        lease_owner="me", end_time=T0 + 1)  # its completing attempt lives on its row
         other = add_running(tx, "g", "B-1", "me")
         tx.cancel_open_steps("f", T0 + 10)
     steps = {s.step_execution_id: s for s in scene.steps_of("f")}
@@ -230,23 +230,32 @@ def test_expired_foreign_attempts_are_other_owners_past_their_first_deadline(sce
 
 # ---------------------------------------------------------------------------- attempts -----
 def test_attempt_rows_record_start_end_and_counters(scene: Store) -> None:
+    """The running attempt is on its step's row (counters included); ending it writes its row."""
     with scene.tx() as tx:
         add_running(tx, "f", "A-1", "me", at=T0)
-        tx.bump_attempt_counters("f", "A-1", 1, 2, 1, T0 + 4)
-        tx.bump_attempt_counters("f", "A-1", 1, 1, 3, T0 + 8)
-        tx.end_attempt("f", "A-1", 1, T0 + 9, AttemptOutcome.TIMED_OUT, "Heartbeat", "no heartbeat")
-    assert scene.attempts_of("f") == [AttemptRecord(
-        flow_id="f", step_execution_id="A-1", attempt=1, owner="me", start_time=T0, end_time=T0 + 9,
-        outcome=AttemptOutcome.TIMED_OUT, error_type="Heartbeat", detail="no heartbeat", heartbeats=3,
-        last_heartbeat=T0 + 8, stream_writes=4)]
+        assert tx.record_heartbeat("f", "A-1", "me", 1, T0 + 4, T0 + 64, None, 2, 1)
+        assert tx.record_heartbeat("f", "A-1", "me", 1, T0 + 8, T0 + 68, None, 1, 3)
+        assert not tx.record_heartbeat("f", "A-1", "other", 1, T0 + 8, T0 + 68, None, 5, 5)  # fenced
+    running = AttemptRecord(flow_id="f", step_execution_id="A-1", attempt=1, owner="me", start_time=T0,
+                            end_time=None, outcome=AttemptOutcome.RUNNING, error_type=None, detail=None,
+                            heartbeats=3, last_heartbeat=T0 + 8, stream_writes=4)
+    assert scene.attempts_of("f") == [running]
+    with scene.tx() as tx:
+        assert tx.backoff_step("f", "A-1", "me", 1, T0 + 20)
+        tx.end_attempt("f", "A-1", 1, "me", T0 + 9, AttemptOutcome.TIMED_OUT, "Heartbeat", "no heartbeat")
+    assert scene.attempts_of("f") == [replace(running, end_time=T0 + 9, outcome=AttemptOutcome.TIMED_OUT,
+                                              error_type="Heartbeat", detail="no heartbeat")]
 
 
 def test_attempts_of_are_in_start_order(scene: Store) -> None:
     with scene.tx() as tx:
-        tx.insert_attempt("f", "B-1", 1, "me", T0 + 1)
-        tx.insert_attempt("f", "A-1", 2, "me", T0 + 5)
-        tx.insert_attempt("f", "A-1", 1, "me", T0)
-        tx.insert_attempt("f", "C-1", 1, "me", T0 + 1)
+        add_running(tx, "f", "B-1", "me", at=T0 + 1)
+        add_running(tx, "f", "A-1", "me", at=T0)
+        tx.end_attempt("f", "A-1", 1, "me", T0 + 2, AttemptOutcome.FAILED)
+        tx.c.execute("UPDATE steps SET status = 'BACKOFF' WHERE step_execution_id = 'A-1'")
+        a1 = tx.get_step("f", "A-1")
+        assert a1 is not None and tx.lease_step(a1, "me", T0 + 5, T0 + 65, T0 + 605)
+        add_running(tx, "f", "C-1", "me", at=T0 + 1)
     assert [(a.step_execution_id, a.attempt) for a in scene.attempts_of("f")] == [
         ("A-1", 1), ("B-1", 1), ("C-1", 1), ("A-1", 2)]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dexcli.store import Store
-from tests.store.builders import T0, add_flow, add_step, raw
+from dexcli.store import AttemptOutcome, Store
+from tests.store.builders import T0, add_flow, add_running, add_step, raw
 
 
 class Interrupt(BaseException):
@@ -34,8 +34,8 @@ def test_an_exception_rolls_everything_back(store: Store, db: Path, error: BaseE
     before = store.commits
     with pytest.raises(type(error)), store.tx() as tx:
         add_flow(tx, "f")
-        add_step(tx, "f", "A-1")
-        tx.insert_attempt("f", "A-1", 1, "me", T0)
+        add_running(tx, "f", "A-1", "me")
+        tx.end_attempt("f", "A-1", 1, "me", T0, AttemptOutcome.FAILED)
         tx.add_event("f", T0, "FlowStarted", {})
         tx.append_stream("Orders", "Progress", "f", "#A-1", '"x"', T0, 100, 1000)
         tx.kv_put("ns", "k", 1)

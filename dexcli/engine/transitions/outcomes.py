@@ -74,7 +74,6 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     summary_json = _summary(decision, created)
     if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now):
         raise Fenced()
-    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.COMPLETED)
     unlock(tx, step, now)
     completions = _collect(flow.completions, decision, step)
     tx.add_event(key.flow_id, now, "StepExecuteCompleted", json_object({
@@ -175,7 +174,7 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
         next_at = max(f.at + delay, now)
         if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
             raise Fenced()
-        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+        tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         unlock(tx, step, now)
         return Failed(True, next_at, delay)
     unlock(tx, step, now)
@@ -183,13 +182,13 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
     if proceed:
         from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
-        tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+        tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         _failed_event(tx, step, f, why, None)
         proceed_after_wait_failure(tx, step, definitions, now)
         return Failed(False, reason=why)
     if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
         raise Fenced()
-    tx.end_attempt(step.flow_id, seid, attempt, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
+    tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
     recovery_id = None
     if opts.failure_step and not f.fatal and step.method is Method.EXECUTE:
         recovery_id = _recover(tx, flow.flow_type, flow.flow_ref, step, opts, f, definitions)

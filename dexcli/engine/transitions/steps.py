@@ -99,8 +99,6 @@ def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, 
     tx.insert_step(step)
     if conflict is not None:
         tx.wait_for_lock(flow_id, seid, conflict[0], now)
-    if owner is not None:
-        tx.insert_attempt(flow_id, step.step_execution_id, 1, owner, now, step.method.value)
     return step
 
 
@@ -115,11 +113,10 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
     if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline):
         return None
     attempt = r.step.attempt + 1
-    tx.insert_attempt(r.step.flow_id, r.step.step_execution_id, attempt, owner, now, r.step.method.value)
     step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
                          attempt_started_at=now, first_attempt_at=r.step.first_attempt_at or now,
                          heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
-                         last_heartbeat_time=None, lock_wait=None)
+                         last_heartbeat_time=None, lock_wait=None, heartbeats=0, stream_writes=0)
     return leased(tx, step, r.run_id, spec, definition)
 
 
@@ -150,13 +147,11 @@ def heartbeat(tx: Tx, key: AttemptKey, flow_type: str, heartbeat_timeout: float,
     """Record an attempt's outputs. Returns each Stream message's resume token (None: it could
     never fit and was dropped), or None when the attempt is fenced (nothing written)."""
     if not tx.record_heartbeat(key.flow_id, key.seid, key.owner, key.attempt, out.last_time,
-                               out.last_time + heartbeat_timeout, out.checkpoint):
+                               out.last_time + heartbeat_timeout, out.checkpoint, out.heartbeats, len(out.streams)):
         return None
-    tokens = [tx.append_stream(flow_type, stream.name, key.flow_id, f"#{key.seid}", text, at, size,
-                               stream.stream_capacity_bytes)
-              for stream, text, at, size in out.streams]
-    tx.bump_attempt_counters(key.flow_id, key.seid, key.attempt, out.heartbeats, len(out.streams), out.last_time)
-    return tokens
+    return [tx.append_stream(flow_type, stream.name, key.flow_id, f"#{key.seid}", text, at, size,
+                             stream.stream_capacity_bytes)
+            for stream, text, at, size in out.streams]
 
 
 def release(tx: Tx, key: AttemptKey, now: float) -> bool:
@@ -165,7 +160,7 @@ def release(tx: Tx, key: AttemptKey, now: float) -> bool:
     attempt does not count against maximum_attempts. False when the attempt was no longer ours."""
     if not tx.release_step(key.flow_id, key.seid, key.owner, key.attempt, now):
         return False
-    tx.end_attempt(key.flow_id, key.seid, key.attempt, now, AttemptOutcome.INTERRUPTED, None,
+    tx.end_attempt(key.flow_id, key.seid, key.attempt, key.owner, now, AttemptOutcome.INTERRUPTED, None,
                    "its process stopped (Ctrl-C, SIGTERM or a closed output); the step runs again on resume")
     return True
 

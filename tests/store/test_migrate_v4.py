@@ -1,0 +1,81 @@
+"""A database written by the previous dex (schema version 4, `fixtures/v4_running.db`, made by
+`fixtures/make_v4.sh`) opens under this one, and the flows it left running finish: queued,
+leased to a process that died, retried after a failure, and waiting on a channel and a timer.
+Through the real `dex` command, as a user upgrading would run it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from dexcli.store.connection import SCHEMA_VERSION
+
+FIXTURE = Path(__file__).parent / "fixtures" / "v4_running.db"
+ENV = {"NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb", "PATH": "/usr/bin:/bin"}
+
+
+def dex(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dexcli", "--db", str(db), *args], capture_output=True,
+                          text=True, timeout=120, env=ENV)
+
+
+def inspect(db: Path, flow_id: str) -> Any:
+    res = dex(db, "inspect", flow_id, "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_the_fixture_is_a_version_4_database_with_flows_left_running() -> None:
+    conn = sqlite3.connect(f"file:{FIXTURE}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        statuses = dict(conn.execute("SELECT flow_id, status FROM flows").fetchall())
+        steps = {(f, s): st for f, s, st in conn.execute("SELECT flow_id, step_execution_id, status FROM steps")}
+    finally:
+        conn.close()
+    assert statuses == {"three-done": "COMPLETED", "three-queued": "RUNNING", "three-crashed": "RUNNING",
+                        "three-retry": "RUNNING", "approval": "RUNNING"}
+    assert steps[("three-crashed", "Second-1")] == "RUNNING"
+    assert steps[("three-queued", "First-1")] == "QUEUED"
+    assert steps[("approval", "AwaitDecision-1")] == "WAITING"
+
+
+def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    before = inspect(db, "three-done")  # the first open migrates it
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+    assert [e["eventId"] for e in before["history"]] == list(range(1, len(before["history"]) + 1))
+    assert before["summary"]["flowStatus"] == "COMPLETED" and output(before) == 7
+
+    res = dex(db, "rpc", "approval", "approve", "--input", '"ann"')
+    assert res.returncode == 0, res.stderr
+    res = dex(db, "worker", "--until-idle", "--time-skip")
+    assert res.returncode == 0, res.stderr
+
+    results = {f: inspect(db, f) for f in ("three-queued", "three-crashed", "three-retry", "approval")}
+    assert {f: r["summary"]["flowStatus"] for f, r in results.items()} == dict.fromkeys(results, "COMPLETED")
+    assert {f: output(results[f]) for f in ("three-queued", "three-crashed", "three-retry")} == \
+        {"three-queued": 9, "three-crashed": 11, "three-retry": 13}
+    # the dead process's attempt is declared lost, then retried; the failed attempt stays failed
+    assert outcomes(results["three-crashed"], "Second-1") == ["LOST", "COMPLETED"]
+    assert outcomes(results["three-retry"], "First-1") == ["FAILED", "LOST", "COMPLETED"]
+    after = inspect(db, "three-done")
+    assert after["history"] == before["history"] and after["steps"] == before["steps"]
+
+
+def output(view: Any) -> Any:
+    (completion,) = view["summary"]["completions"]
+    return completion["output"]
+
+
+def outcomes(view: Any, seid: str) -> list[str]:
+    (step,) = [s for s in view["steps"] if s["stepExecutionId"] == seid]
+    return [a["outcome"] for a in step["attempts"]]
