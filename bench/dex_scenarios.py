@@ -26,14 +26,23 @@ def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
 
 
 # ---------------------------------------------------------------------------------- 1 -----
-def throughput(db: str, n: int) -> dict[str, Any]:
-    """N ThreeStepFlow runs one after another, real time, SYNC durability (the default)."""
-    from dexcli.engine.clock import run as run_on_clock
+def _three_steps(durability: str) -> Any:
+    """ThreeStepFlow, or (ASYNC) the same three steps with execute_durability=ASYNC."""
+    if durability == "ASYNC":
+        from bench.async_steps import ThreeAsyncSteps
+        return ThreeAsyncSteps()
     from dexcli_flows.three_steps import ThreeStepFlow
+    return ThreeStepFlow()
+
+
+def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
+    """N ThreeStepFlow runs one after another, real time, SYNC durability (the default), or the
+    same steps with execute_durability=ASYNC."""
+    from dexcli.engine.clock import run as run_on_clock
 
     fresh_db(Path(db))
     engine = _engine(db)
-    flow = ThreeStepFlow()
+    flow = _three_steps(durability)
     warm = min(20, n)
     ids = [f"tp-{i}" for i in range(n + warm)]
 
@@ -72,6 +81,54 @@ def throughput(db: str, n: int) -> dict[str, Any]:
         "statements": statements, "statements_per_transition": statements / max(1, transitions),
         "not_completed": bad, "commit_us": commit_us, "handoff_us": handoff_us,
     }
+
+
+def wal_pages(db: str, n: int = 300) -> dict[str, Any]:
+    """WAL pages each commit of a sequential ThreeStepFlow writes, by the commit's place in the
+    flow: its start, a step transition (a step completes and its next step is leased), and the
+    last step (which also closes the flow). Counted from the -wal file's growth, with
+    checkpoints off: the size is read as each COMMIT begins, so each difference is the commit
+    before it."""
+    import os
+
+    from dexcli.engine.clock import run as run_on_clock
+
+    fresh_db(Path(db))
+    engine = _engine(db)
+    flow = _three_steps("SYNC")
+
+    async def go(ids: list[str]) -> None:
+        for i, fid in enumerate(ids):
+            engine.start_flow(flow, fid, i, lease=True)
+            await engine.run([fid], until_idle=True)
+
+    run_on_clock(lambda: go([f"warm-{i}" for i in range(50)]), engine.clock)
+    conn = engine.store._conn
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    wal, sizes, statements = f"{db}-wal", [], [0]
+    count = {"n": 0}
+
+    def trace(sql: str) -> None:
+        count["n"] += 1
+        if sql == "COMMIT":
+            sizes.append(os.path.getsize(wal) if os.path.exists(wal) else 0)
+            statements.append(count["n"])
+
+    conn.set_trace_callback(trace)
+    run_on_clock(lambda: go([f"p-{i}" for i in range(n)]), engine.clock)
+    conn.execute("BEGIN IMMEDIATE")  # one more COMMIT: the last one's size is read too
+    conn.execute("COMMIT")
+    conn.set_trace_callback(None)
+    frames = [(b - a) / (page + 24) for a, b in zip(sizes, sizes[1:], strict=False)]
+    per_commit = [statements[i + 1] - statements[i] - 2 for i in range(len(frames))]  # BEGIN, COMMIT not counted
+    kinds = {"start": frames[0::4], "step transition": frames[1::4] + frames[2::4], "last step + close": frames[3::4]}
+    stmts = {"start": per_commit[0::4], "step transition": per_commit[1::4] + per_commit[2::4],
+             "last step + close": per_commit[3::4]}
+    engine.store.close()
+    return {"flows": n, "pages": {k: sum(v) / len(v) for k, v in kinds.items()},
+            "statements": {k: sum(v) / len(v) for k, v in stmts.items()}}
 
 
 async def _handoffs(n: int = 2000) -> float:

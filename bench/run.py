@@ -42,20 +42,27 @@ def log(msg: str) -> None:
 # ------------------------------------------------------------------------------ scenarios --
 def scenario_throughput(ctx: dict[str, Any]) -> dict[str, Any]:
     w, cfg = ctx["workdir"], ctx["cfg"]
-    dex_runs, dbos_runs = [], []
+    dex_runs, async_runs, dbos_runs = [], [], []
     for i in range(ctx["repeat"]):  # interleaved: drift of a shared machine hits both alike
         log(f"throughput {i + 1}/{ctx['repeat']}: dex, {cfg['throughput_n']} sequential ThreeStepFlow runs")
         dex_runs.append(run_child("throughput", {"db": str(w / f"throughput-{i}.db"), "n": cfg["throughput_n"]}))
+        log(f"throughput {i + 1}/{ctx['repeat']}: dex, the same with execute_durability=ASYNC")
+        async_runs.append(run_child("throughput", {"db": str(w / f"throughput-async-{i}.db"),
+                                                   "n": cfg["throughput_n"], "durability": "ASYNC"}))
         if ctx["dbos"]:
             log(f"throughput {i + 1}/{ctx['repeat']}: DBOS, {cfg['dbos_throughput_n']} sequential workflows")
             dbos_runs.append(run_child("dbos_throughput", {"db": str(w / f"dbos-throughput-{i}.sqlite"),
                                                            "n": cfg["dbos_throughput_n"]}))
-    out: dict[str, Any] = {"dex": median_run(dex_runs, "flows_per_s")}
+    out: dict[str, Any] = {"dex": median_run(dex_runs, "flows_per_s"),
+                           "dex_async": median_run(async_runs, "flows_per_s")}
+    log("throughput: WAL pages per commit")
+    out["wal"] = run_child("wal_pages", {"db": str(w / "wal-pages.db"), "n": min(300, cfg["throughput_n"] * 10)})
     log("throughput: raw SQLite single-row commits")
     out["sqlite"] = run_child("sqlite_raw", {"db": str(w / "raw.db"), "seconds": cfg["raw_seconds"]})
     if ctx["dbos"]:
         out["dbos"] = median_run(dbos_runs, "flows_per_s")
         out["ratio"] = pair_ratios(dex_runs, dbos_runs, "flows_per_s", "flows_per_s")
+        out["async_ratio"] = pair_ratios(async_runs, dbos_runs, "flows_per_s", "flows_per_s")
     return out
 
 

@@ -9,11 +9,19 @@ its commit.
 If a unit raises, the transaction rolls back, that unit's future gets the exception and the
 others are applied again without it (rare: a fenced attempt, a bug). If the transaction
 itself fails (a database error), every unit of it fails.
+
+A unit that is not `durable` (a step result under ASYNC durability) is acknowledged before it
+is persistent: when every unit of a pass is such, their transaction is applied and reported
+but left open (`Store.tx(durable=False)`), and commits with the next durable one, after
+ASYNC_BATCH of them, ASYNC_WINDOW seconds (real time) after the first, or when the loop has
+nothing else to do (`idle`), whichever comes first. A crash before then loses them: those
+steps run again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -21,6 +29,8 @@ from typing import Any, Generic, TypeVar
 from dexcli.store import Store, Tx
 
 R = TypeVar("R")
+ASYNC_BATCH = 64  # non-durable transactions at most in one commit
+ASYNC_WINDOW = float(os.environ.get("DEX_ASYNC_WINDOW", "0.05"))  # seconds a non-durable one may wait
 
 
 @dataclass
@@ -30,6 +40,7 @@ class Unit(Generic[R]):
     apply: Callable[[Tx], R]
     done: Callable[[R], None] | None = None
     future: asyncio.Future[R] | None = None
+    durable: bool = True  # False: may be acknowledged before it is committed (ASYNC durability)
 
 
 class _Rollback(Exception):
@@ -41,6 +52,7 @@ class GroupCommit:
         self.store = store
         self._queue: list[Unit[Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._window: asyncio.TimerHandle | None = None  # commits what ASYNC units left open
         self.flushes = 0
 
     def submit(self, unit: Unit[R]) -> asyncio.Future[R]:
@@ -61,8 +73,20 @@ class GroupCommit:
 
     def _enqueue(self, unit: Unit[Any], loop: asyncio.AbstractEventLoop) -> None:
         self._queue.append(unit)
+        self._loop = loop
         if len(self._queue) == 1:
             loop.call_soon(self.flush)
+
+    def idle(self) -> None:
+        """Nothing else is left to do on the loop: commit what ASYNC units left open."""
+        if self.store.deferred:
+            self.commit_deferred()
+
+    def commit_deferred(self) -> None:
+        if self._window is not None:
+            self._window.cancel()
+            self._window = None
+        self.store.commit_deferred()
 
     def flush(self) -> None:
         """Commit everything queued now (also called directly when a drive session ends)."""
@@ -94,12 +118,19 @@ class GroupCommit:
 
     def _commit(self, batch: list[Unit[Any]]) -> list[Any]:
         results: list[Any] = []
-        with self.store.tx() as tx:
+        durable = self.store.deferred + 1 >= ASYNC_BATCH or any(u.durable for u in batch)
+        with self.store.tx(durable=durable) as tx:
             for unit in batch:
                 try:
                     results.append(unit.apply(tx))
                 except Exception as exc:
                     raise _Rollback(unit, exc) from None
+        if durable:
+            if self._window is not None:
+                self._window.cancel()
+                self._window = None
+        elif self._window is None and self._loop is not None:
+            self._window = self._loop.call_later(ASYNC_WINDOW, self.commit_deferred)
         return results
 
 

@@ -101,10 +101,11 @@ class Clock:
 class _ClockSelector(selectors.BaseSelector):
     """Delegates to the default selector; on an idle wait, advances an auto-advance clock."""
 
-    def __init__(self, clock: Clock, busy: Callable[[], int]) -> None:
+    def __init__(self, clock: Clock, busy: Callable[[], int], idle: Callable[[], None]) -> None:
         self._inner = selectors.DefaultSelector()
         self._clock = clock
         self._busy = busy
+        self._idle = idle
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._inner.register(fileobj, events, data)
@@ -116,6 +117,8 @@ class _ClockSelector(selectors.BaseSelector):
         return self._inner.modify(fileobj, events, data)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if (timeout is None or timeout > 0) and self._busy() == 0:
+            self._idle()  # before the loop waits (and before an auto-advance clock jumps)
         if (timeout is not None and timeout > 0 and self._clock.auto_advance
                 and self._busy() == 0):
             ready = self._inner.select(0)
@@ -140,7 +143,7 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, clock: Clock, max_threads: int = 32) -> None:
         self.clock = clock
-        super().__init__(selector=_ClockSelector(clock, lambda: self._steps.busy))
+        super().__init__(selector=_ClockSelector(clock, lambda: self._steps.busy, self._on_idle))
         self._steps = StepThreads(self, max_threads)  # handlers' blocking code
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-exec")
         self.set_default_executor(self._executor)
@@ -149,6 +152,16 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         # called when `run` tears the loop down, before it cancels the tasks left (an engine
         # stops the attempts it drives without a task: dexcli.engine.sync_attempt)
         self.teardown: list[Callable[[], None]] = []
+        # called when the loop is about to wait with no handler thread busy (an engine commits
+        # what ASYNC durability left open: dexcli.engine.batch)
+        self.idle: list[Callable[[], None]] = []
+
+    def _on_idle(self) -> None:
+        for hook in self.idle:
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001 - reported as a callback's error would be
+                self.call_exception_handler({"message": "an idle hook failed", "exception": exc})
 
     def _waker(self) -> None:
         """Wake the loop (from any thread) so its timers re-check after the clock moved."""

@@ -202,6 +202,9 @@ class Engine:
         teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
         if teardown is not None and self._halt not in teardown:
             teardown.append(self._halt)  # its close stops them as it cancels attempts' tasks
+        idle = getattr(asyncio.get_running_loop(), "idle", None)
+        if idle is not None and self.commits.idle not in idle:
+            idle.append(self.commits.idle)
         try:
             await self.scheduler.loop(flow_ids, until_idle, stop, stop_poll)
         except asyncio.CancelledError:  # stopping: attempts without a task stop too, not committed
@@ -211,6 +214,7 @@ class Engine:
             self.drives.end()
             reset_host(token)
             self.commits.flush()
+            self.commits.commit_deferred()
 
     # ------------------------------------------------------------------ drive (one face) --
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,

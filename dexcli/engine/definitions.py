@@ -12,9 +12,9 @@ from typing import Any
 
 from dexcli.engine.timeout_step import TIMEOUT_STEP, timeout_handler_spec
 from dexcli.sdk.codec import adapter
-from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError, NotSupportedYetError
+from dexcli.sdk.errors import DexError, FlowDefinitionError, InvalidStepResultError
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.options import ResolvedOptions, StepDurability, StepOptions, resolve_options
+from dexcli.sdk.options import ResolvedOptions, StepOptions, resolve_options
 from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
 
 Loader = Callable[[str], Flow[Any]]
@@ -100,9 +100,6 @@ class Definitions:
             failure = target.step_type
             if opts.execute_failure_step_options is not None:
                 failure_opts = self._resolve(definition, target, opts.execute_failure_step_options)
-        if opts.execute_durability is StepDurability.ASYNC:
-            raise NotSupportedYetError(f"{where}: execute_durability=ASYNC: dex does not run ASYNC durability yet "
-                                       "(every step is SYNC: its decision commits before the next step runs)")
         try:
             return resolve_options(opts, where, failure, failure_opts)
         except ValueError as exc:

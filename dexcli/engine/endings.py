@@ -56,12 +56,12 @@ class Endings:
     def not_owned(run: AttemptRun) -> None:
         run.fence("step no longer owned (flow closed or attempt taken over)")
 
-    def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None]) -> Unit[R]:
+    def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None], durable: bool = True) -> Unit[R]:
         def committed(result: R) -> None:
             self.engine.stats["transitions"] += 1
             done(result)
 
-        return Unit(apply, committed)
+        return Unit(apply, committed, durable=durable)
 
     def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
         engine = self.engine
@@ -87,7 +87,8 @@ class Endings:
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             engine.scheduler.wake(for_stop_only=run.handed_on)
 
-        return self._unit(apply, done)
+        # ASYNC durability (StepOptions.execute_durability): acknowledged before it is persistent
+        return self._unit(apply, done, durable=run.opts.durability != "ASYNC")
 
     def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
         engine = self.engine

@@ -57,6 +57,7 @@ class Store:
         upgraded first if the file can be written."""
         self.path = str(path)
         self.commits = 0
+        self.deferred = 0  # transactions applied and not yet committed (tx(durable=False))
         self.commit_seconds = 0.0  # time spent in COMMIT statements (the WAL writes), for bench/
         self._lock = threading.RLock()
 
@@ -70,6 +71,7 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            self.commit_deferred()
             self._conn.close()
 
     @property
@@ -90,20 +92,45 @@ class Store:
 
     # --- transactions ---------------------------------------------------------------------
     @contextmanager
-    def tx(self) -> Iterator[Tx]:
+    def tx(self, *, durable: bool = True) -> Iterator[Tx]:
+        """A write transaction, committed when the block ends. With durable=False (ASYNC
+        durability) it is applied but left open: later transactions join it (each as a
+        savepoint, so one that fails undoes only itself) and the first durable one, or
+        `commit_deferred`, commits them all. Until then a crash loses them, and other
+        processes neither see them nor write (they wait for the commit)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            nested = self.deferred > 0
+            self._conn.execute("SAVEPOINT joined" if nested else "BEGIN IMMEDIATE")
             tx = Tx(self._conn)
             try:
                 yield tx
                 tx.finish()
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("ROLLBACK TO joined" if nested else "ROLLBACK")
+                if nested:
+                    self._conn.execute("RELEASE joined")
                 raise
-            t0 = time.perf_counter()
+            if nested:
+                self._conn.execute("RELEASE joined")
+            if durable:
+                self._commit()
+            else:
+                self.deferred += 1
+
+    def commit_deferred(self) -> None:
+        """Commit the transactions `tx(durable=False)` left open (nothing when there are none)."""
+        with self._lock:
+            if self.deferred:
+                self._commit()
+
+    def _commit(self) -> None:
+        t0 = time.perf_counter()
+        try:
             self._conn.execute("COMMIT")
-            self.commit_seconds += time.perf_counter() - t0
-            self.commits += 1
+        finally:
+            self.deferred = 0  # a COMMIT that fails is rolled back (see connection.py)
+        self.commit_seconds += time.perf_counter() - t0
+        self.commits += 1
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         """Run read-only statements without taking the write lock (no transaction, no commit)."""

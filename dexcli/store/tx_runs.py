@@ -78,7 +78,8 @@ class RunStatements:
         new = self.c.execute("SELECT MAX(num) + 1 FROM flows").fetchone()[0]
         self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}, num) SELECT {select}, ? FROM flows WHERE flow_id = ?",
                        (archived, new, flow_id))
-        for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes", "attribute_locks"):
+        for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes",
+                      "attribute_locks"):
             self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
         # its history moves to the archived row's range of keys (see schema.sql)
         self.c.execute("UPDATE history SET flow_id = ?, seq = seq + ? WHERE seq > ? AND seq < ?",
