@@ -144,9 +144,6 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         retry_after as retry_after,
     )
     from dexcli.sdk.errors import (
-        ErrorSubStatus as ErrorSubStatus,
-    )
-    from dexcli.sdk.errors import (
         ChannelMessageNotFoundError as ChannelMessageNotFoundError,
     )
     from dexcli.sdk.errors import (
@@ -154,6 +151,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.errors import (
         DexServiceError as DexServiceError,
+    )
+    from dexcli.sdk.errors import (
+        ErrorSubStatus as ErrorSubStatus,
     )
     from dexcli.sdk.errors import (
         FlowAlreadyStartedError as FlowAlreadyStartedError,
