@@ -192,3 +192,13 @@ def test_each_service_error_dex_raises_carries_its_sub_status(env: Any) -> None:
     assert waited.value.detail == str(waited.value)
     assert WorkerInvocationError("E", "x").sub_status is ErrorSubStatus.WORKER_API_ERROR
     assert RpcLockConflictError("held").sub_status is ErrorSubStatus.WORKER_API_ERROR
+
+
+def test_a_flow_written_against_the_official_module_paths_runs(env: Any) -> None:
+    from tests.parity.corpus.submodule_imports import TEXT, SummaryFlow
+
+    result = env.run(SummaryFlow(), "example.org", "f")
+    assert result.status is FlowStatus.COMPLETED and result.completions[0].output == len("example.org")
+    [message] = env.client.list_stream_messages("f", TEXT, 10).messages
+    assert message.value == "a summary of example.org " and message.source == "#Summarize-1"
+    assert round(message.created_time.timestamp() - env.t0) == 5 + 30  # retried after 5 s, waited 30 s
