@@ -26,9 +26,15 @@ from dexcli.engine.runner import Runner
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
-from dexcli.sdk.errors import DexServiceError, FlowNotFoundError, LongPollTimeoutError, ValueMappingError
+from dexcli.sdk.errors import (
+    DexServiceError,
+    FlowDefinitionError,
+    FlowNotFoundError,
+    LongPollTimeoutError,
+    ValueMappingError,
+)
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.registry import Registry
+from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import (
     FlowErrorType,
     FlowInfo,
@@ -139,9 +145,18 @@ class _Ops(WaitOps):
             raise DexServiceError(f"unhealthy: {exc}") from exc
         return HealthInfo("OK", socket.gethostname(), int(time.monotonic() - started))
 
+    def stream_flow(self, stream: Stream[Any]) -> FlowDefinition:
+        """The registered flow whose schema holds this very Stream object: as the SDK's client,
+        a Stream is read or written only through the flows the client knows."""
+        for definition in self.engine.definitions.registry:
+            if any(s is stream for s in definition.streams.values()):
+                return definition
+        raise FlowDefinitionError(f"Stream is not registered: {stream.name}")
+
     def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
         """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
+        self.stream_flow(stream)
         page_size = max(1, min(page_size, 1000))
         before = int(before_page_token) if before_page_token else None
         rows = self.store.stream_messages(flow_id, stream.name, limit=page_size + 1, newest_first=True,
@@ -156,6 +171,7 @@ class _Ops(WaitOps):
     def next_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> StreamMessage[Any] | None:
         """The oldest retained message after the token's: with "" (or a token whose message
         was trimmed since) the oldest retained one."""
+        self.stream_flow(stream)
         rows = self.store.stream_messages(_require_id(flow_id), stream.name, after_id=_token(resume_token), limit=1)
         return self._message(rows[0], stream) if rows else None
 
@@ -163,10 +179,9 @@ class _Ops(WaitOps):
         """Write one message as a client. Rejected (ValueMappingError) when it can never fit."""
         if not source:
             raise ValueError("write_stream needs a non-empty source")
+        flow_type = self.stream_flow(stream).flow_type  # capacity is shared per flow type and stream
         text = encode(from_jsonable(json.loads(encode(value)), stream.value_type))
         size = message_size(text, flow_id, source)
-        flow = self.store.get_flow(flow_id)
-        flow_type = flow.flow_type if flow else ""
         if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
             raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
         now = self.engine.fresh_now(flow_id)

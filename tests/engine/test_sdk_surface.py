@@ -21,6 +21,7 @@ from dexcli import (
     ErrorSubStatus,
     Flow,
     FlowAlreadyStartedError,
+    FlowDefinitionError,
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     FlowStatus,
@@ -149,6 +150,7 @@ def test_read_stream_resumes_after_each_token_and_refuses_one_it_never_gave(env:
 
 
 def test_read_stream_reads_what_a_client_wrote_to_an_id_with_no_flow(env: Any) -> None:
+    env.run(NotesFlow(), [], "other")  # NOTES is now registered with the client's engine
     env.client.write_stream("no-such-flow", NOTES, "ops", "hello")
     message = env.client.read_stream("no-such-flow", NOTES, "")
     assert (message.value, message.source) == ("hello", "ops")
@@ -174,6 +176,18 @@ def test_the_async_client_long_polls_with_the_same_resume_semantics(env: Any) ->
 
     with pytest.raises(DexServiceError, match="invalid Stream resume token"):
         run_on_clock(too_soon, env.clock)
+
+
+def test_a_stream_no_registered_flow_holds_is_refused_as_the_sdk_refuses_it(env: Any) -> None:
+    env.run(NotesFlow(), ["n1"], "f")
+    lookalike = Stream("Notes", str, 1 << 16)  # equal, but not the Stream NotesFlow registered
+    calls = [lambda: env.client.read_stream("f", lookalike, ""),
+             lambda: env.client.list_stream_messages("f", lookalike, 5),
+             lambda: env.client.write_stream("f", lookalike, "ops", "x")]
+    for call in calls:
+        with pytest.raises(FlowDefinitionError, match="Stream is not registered: Notes"):
+            call()
+    assert env.client.read_stream("f", NOTES, "").value == "n1"
 
 
 # --- ErrorSubStatus on what the clients raise ---------------------------------------------------
