@@ -216,3 +216,12 @@ def test_a_flow_written_against_the_official_module_paths_runs(env: Any) -> None
     [message] = env.client.list_stream_messages("f", TEXT, 10).messages
     assert message.value == "a summary of example.org " and message.source == "#Summarize-1"
     assert round(message.created_time.timestamp() - env.t0) == 5 + 30  # retried after 5 s, waited 30 s
+
+
+def test_a_client_write_to_an_id_with_no_flow_shares_the_capacity_of_the_streams_flow_type(env: Any) -> None:
+    from tests.engine.test_streams import LOG, LogFlow, msg
+
+    env.run(LogFlow(), [msg(f"a{i}") for i in range(1, 6)], "fa")  # LOG holds 5 such messages, not 6
+    env.client.write_stream("ghost", LOG, "ops", msg("g1"))
+    assert env.client.read_stream("fa", LOG, "").value.rstrip(".") == "a2"  # a1 trimmed to make room
+    assert env.client.read_stream("ghost", LOG, "").value.rstrip(".") == "g1"
