@@ -153,6 +153,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         DexServiceError as DexServiceError,
     )
     from dexcli.sdk.errors import (
+        ErrorSubStatus as ErrorSubStatus,
+    )
+    from dexcli.sdk.errors import (
         FlowAlreadyStartedError as FlowAlreadyStartedError,
     )
     from dexcli.sdk.errors import (
@@ -197,6 +200,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.flow import (
         StepList as StepList,
     )
+    from dexcli.sdk.flow_config import (
+        ActiveStepSearchMode as ActiveStepSearchMode,
+    )
     from dexcli.sdk.options import (
         RetryPolicy as RetryPolicy,
     )
@@ -229,6 +235,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
         FlowTimeoutPolicy as FlowTimeoutPolicy,
     )
     from dexcli.sdk.results import (
+        HealthInfo as HealthInfo,
+    )
+    from dexcli.sdk.results import (
         IdReusePolicy as IdReusePolicy,
     )
     from dexcli.sdk.results import (
@@ -257,6 +266,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     )
     from dexcli.sdk.search import (
         SearchFlowsPage as SearchFlowsPage,
+    )
+    from dexcli.sdk.stream import (
+        AsyncBufferedTextStream as AsyncBufferedTextStream,
+    )
+    from dexcli.sdk.stream import (
+        BufferedTextStream as BufferedTextStream,
     )
     from dexcli.sdk.stream import (
         Stream as Stream,

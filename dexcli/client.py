@@ -10,6 +10,8 @@ the database the client opened with `db=`). The CLI and the tests use this same 
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,14 +26,21 @@ from dexcli.engine.runner import Runner
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
-from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, ValueMappingError
+from dexcli.sdk.errors import (
+    DexServiceError,
+    FlowDefinitionError,
+    FlowNotFoundError,
+    LongPollTimeoutError,
+    ValueMappingError,
+)
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.registry import Registry
+from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import (
     FlowErrorType,
     FlowInfo,
     FlowResult,
     FlowStatus,
+    HealthInfo,
     StartFlowOptions,
     StepCompletion,
     StopFlowOptions,
@@ -40,11 +49,28 @@ from dexcli.sdk.rpc import RPCInvokeOptions
 from dexcli.sdk.search import SearchFlowsPage
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
 from dexcli.sdk.wait_options import WaitForStepCompletionOptions
-from dexcli.store import FlowRecord, Store, StreamRecord
+from dexcli.store import FlowRecord, Store, StoreError, StreamRecord
 
 
 def _dt(t: float) -> datetime:
     return datetime.fromtimestamp(t, tz=UTC)
+
+
+def _require_id(flow_id: str) -> str:
+    """A flow id as the official SDK checks one before any call: not empty, not only spaces."""
+    if not flow_id.strip():
+        raise ValueError("durable name is required")
+    return flow_id
+
+
+def _token(resume_token: str) -> int:
+    """A Stream resume token (the id of the last message read; "" before the first): any
+    other text is refused, as the server refuses a token it did not give."""
+    if not resume_token:
+        return 0
+    if not resume_token.isdigit():
+        raise DexServiceError(f"invalid Stream resume token {resume_token!r}: pass back a message's resume_token")
+    return int(resume_token)
 
 
 def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
@@ -93,7 +119,7 @@ class _Ops(WaitOps):
         return result
 
     def describe(self, flow_id: str) -> FlowInfo:
-        flow = self.flow(flow_id)
+        flow = self.flow(_require_id(flow_id))
         return FlowInfo(flow.flow_id, flow.run_id, flow.flow_type, FlowStatus[flow.status.name],
                         _dt(flow.start_time))
 
@@ -108,9 +134,29 @@ class _Ops(WaitOps):
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self.engine.skip_timer(flow_id, str(step_execution_id), timer_id.condition_id, timer_id.condition_index)
 
+    def health(self, closed: bool) -> HealthInfo:
+        """The local service's health: its database can be read (DexServiceError if not)."""
+        started = time.monotonic()
+        if closed:
+            raise DexServiceError("the client is closed")
+        try:
+            self.store.check_usable()
+        except StoreError as exc:
+            raise DexServiceError(f"unhealthy: {exc}") from exc
+        return HealthInfo("OK", socket.gethostname(), int(time.monotonic() - started))
+
+    def stream_flow(self, stream: Stream[Any]) -> FlowDefinition:
+        """The registered flow whose schema holds this very Stream object: as the SDK's client,
+        a Stream is read or written only through the flows the client knows."""
+        for definition in self.engine.definitions.registry:
+            if any(s is stream for s in definition.streams.values()):
+                return definition
+        raise FlowDefinitionError(f"Stream is not registered: {stream.name}")
+
     def list_messages(self, flow_id: str, stream: Stream[Any], page_size: int,
                              before_page_token: str = "") -> StreamMessagesPage[Any]:
         """Newest first, non-blocking. Pass `next_page_token` back to read older messages."""
+        self.stream_flow(stream)
         page_size = max(1, min(page_size, 1000))
         before = int(before_page_token) if before_page_token else None
         rows = self.store.stream_messages(flow_id, stream.name, limit=page_size + 1, newest_first=True,
@@ -123,18 +169,19 @@ class _Ops(WaitOps):
         return StreamMessage(decode(r.value, stream.value_type), str(r.id), _dt(r.created_time), r.source)
 
     def next_message(self, flow_id: str, stream: Stream[Any], resume_token: str) -> StreamMessage[Any] | None:
-        after = int(resume_token) if resume_token else 0
-        rows = self.store.stream_messages(flow_id, stream.name, after_id=after, limit=1)
+        """The oldest retained message after the token's: with "" (or a token whose message
+        was trimmed since) the oldest retained one."""
+        self.stream_flow(stream)
+        rows = self.store.stream_messages(_require_id(flow_id), stream.name, after_id=_token(resume_token), limit=1)
         return self._message(rows[0], stream) if rows else None
 
     def write_message(self, flow_id: str, stream: Stream[Any], source: str, value: Any) -> str:
         """Write one message as a client. Rejected (ValueMappingError) when it can never fit."""
         if not source:
             raise ValueError("write_stream needs a non-empty source")
+        flow_type = self.stream_flow(stream).flow_type  # capacity is shared per flow type and stream
         text = encode(from_jsonable(json.loads(encode(value)), stream.value_type))
         size = message_size(text, flow_id, source)
-        flow = self.store.get_flow(flow_id)
-        flow_type = flow.flow_type if flow else ""
         if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
             raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
         now = self.engine.fresh_now(flow_id)
@@ -210,7 +257,15 @@ class Client(_Closing):
         return self._ops.result(flow_id)
 
     def describe_flow(self, flow_id: str) -> FlowInfo:
+        """The current (or latest) run of `flow_id`: its run id, type, status and start time.
+        FlowNotFoundError if there is none."""
         return self._ops.describe(flow_id)
+
+    def health_check(self) -> bool:
+        """True when the local service can serve calls: its database is open and readable (and
+        still the file at its path). DexServiceError if not."""
+        self._ops.health(self._closed)
+        return True
 
     def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                    options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
@@ -250,8 +305,11 @@ class Client(_Closing):
 
     def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
                     timeout: timedelta | None = None) -> StreamMessage[Any]:
-        """The next message after `resume_token`; drives the flow until one is written, the
-        flow ends or `timeout` passes (then LongPollTimeoutError)."""
+        """The next retained message after `resume_token` (pass back the last message's token;
+        "", or a token whose message has been trimmed since, gives the oldest retained one).
+        Drives the flow until one is written; LongPollTimeoutError when `timeout` passes first,
+        or at once when none is there and the flow is not running (it ended, or there is no
+        such flow: messages a client wrote to that id are still read)."""
         deadline = self._ops.deadline(timeout, "read_stream")
         msg = self._ops.next_message(flow_id, stream, resume_token)
         if msg is None and self._ops.running(flow_id):
@@ -331,7 +389,13 @@ class AsyncClient(_Closing):
         return self._ops.result(flow_id)
 
     async def describe_flow(self, flow_id: str) -> FlowInfo:
+        """As Client.describe_flow."""
         return self._ops.describe(flow_id)
+
+    async def health_check(self) -> bool:
+        """As Client.health_check."""
+        self._ops.health(self._closed)
+        return True
 
     async def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                          options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:

@@ -25,7 +25,7 @@ from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
 from dexcli.sdk.decisions import OMITTED
 from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError
-from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, message_size
+from dexcli.sdk.stream import MAX_MESSAGE_BYTES, AsyncBufferedTextStream, BufferedTextStream, Stream, message_size
 from dexcli.store import Method
 
 # Why an attempt cancelled with no reason given has ended: this process is stopping (its loop
@@ -136,12 +136,16 @@ class AttemptRun:
         out.heartbeats += 1
         out.checkpoint = (False, None) if value is OMITTED else (True, encode(value))
 
-    def stream_write(self, stream: Stream[Any], value: Any) -> None:
-        if self.ended():
-            raise self._refuse("Stream write")
+    def declared_stream(self, stream: Stream[Any]) -> Stream[Any]:
         declared = self.definition.streams.get(stream.name)
         if declared is None:
             raise ValueError(f"stream {stream.name!r} is not in {self.definition.flow_type}'s PersistenceSchema")
+        return declared
+
+    def stream_write(self, stream: Stream[Any], value: Any) -> None:
+        if self.ended():
+            raise self._refuse("Stream write")
+        declared = self.declared_stream(stream)
         text = encode(value)
         now = self.host.now(self.flow_id)
         self.last_heartbeat = now  # a Stream message is an implicit heartbeat
@@ -198,6 +202,9 @@ class _Context:
         if index is None:
             return any(fired)
         return 0 <= index < len(fired) and bool(fired[index])
+
+    def _dex_now(self) -> float:
+        return self._run.host.now(self._run.flow_id)
 
     def record_event(self, name: str, value: Any) -> None:
         if not name:
@@ -266,22 +273,52 @@ class SyncContext(_Context):
     _dex_public_name = "Context"  # how an AttributeError names it (dexcli.engine.user_code)
 
     def _dex_stream_write(self, stream: Stream[Any], value: Any) -> StepOutput:
+        self._refuse_unyielded(f"{stream.name}.write(...)", "`yield stream.write(context, value)`")
+        return StepOutput("stream", value, stream)
+
+    def _dex_buffered_text(self, stream: Stream[str], flush_interval: Any, max_buffered_bytes: int
+                           ) -> BufferedTextStream:
+        self._refuse_unyielded(f"{stream.name}.buffered_text(...)", "`yield from writer.write(chunk)`")
+        self._run.declared_stream(stream)
+        return BufferedTextStream(stream, self, flush_interval, max_buffered_bytes)
+
+    def _refuse_unyielded(self, call: str, fix: str) -> None:
         if self._run.spec.handler_kind == "sync":
             # Dex would drop it silently: the frame must be yielded, which a plain function cannot.
-            raise FlowCodeError(
-                f"{self._run.spec.step_type}: {stream.name}.write(...) in a sync step returns a frame that must "
-                "be yielded; make execute a generator (`yield stream.write(context, value)`) or async")
-        return StepOutput("stream", value, stream)
+            raise FlowCodeError(f"{self._run.spec.step_type}: {call} in a sync step gives frames that must be "
+                                f"yielded; make execute a generator ({fix}) or async")
 
 
 class AsyncStepContext(_Context):
     _dex_public_name = "AsyncContext"
+
+    def __init__(self, run: AttemptRun) -> None:
+        super().__init__(run)
+        self._buffered: list[AsyncBufferedTextStream] = []
 
     async def heartbeat(self, value: Any = OMITTED) -> None:
         self._run.heartbeat(value)
 
     def _dex_stream_write(self, stream: Stream[Any], value: Any) -> None:
         self._run.stream_write(stream, value)
+
+    def _dex_buffered_text(self, stream: Stream[str], flush_interval: Any, max_buffered_bytes: int
+                           ) -> AsyncBufferedTextStream:
+        if self._run.ended():
+            raise self._run._refuse("Stream write")
+        self._run.declared_stream(stream)
+        writer = AsyncBufferedTextStream(stream, self, flush_interval, max_buffered_bytes)
+        self._buffered.append(writer)
+        return writer
+
+    def end_buffered(self, cancelled: bool) -> None:
+        """The handler has ended: its buffered writers write what they hold, before its result
+        commits (or drop it, when the attempt was cancelled)."""
+        for writer in self._buffered:
+            if cancelled:
+                writer._dex_discard()
+            else:
+                writer._dex_finish()
 
 
 _DONE = object()
@@ -316,12 +353,26 @@ async def invoke(run: AttemptRun, value: Any) -> Any:
     kind = spec.wait_kind if waiting else spec.handler_kind
     handler = spec.instance.wait_for if waiting else spec.instance.execute
     if kind == "async":
-        return await handler(AsyncStepContext(run), value)
+        return await _invoke_async(handler, AsyncStepContext(run), value)
     # a plain asyncio loop (no handler threads): run inline
     run_in_thread = getattr(asyncio.get_running_loop(), "run_in_thread", _inline)
     if kind == "sync":
         return await run_in_thread(handler, SyncContext(run), value)
     return await _drive_generator(run, handler(SyncContext(run), value), run_in_thread)
+
+
+async def _invoke_async(handler: Any, context: AsyncStepContext, value: Any) -> Any:
+    try:
+        result = await handler(context, value)
+    except asyncio.CancelledError:
+        context.end_buffered(cancelled=True)
+        raise
+    except BaseException:
+        with contextlib.suppress(Exception, AttemptFencedError):  # the handler's own error is the one to report
+            context.end_buffered(cancelled=False)
+        raise
+    context.end_buffered(cancelled=False)
+    return result
 
 
 async def _drive_generator(run: AttemptRun, gen: Any, run_in_thread: Any) -> Any:

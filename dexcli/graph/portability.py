@@ -4,9 +4,11 @@ The README's promise is that a flow moves to Dex by changing `from dexcli import
 `from dex import ...`. These rules read the source files of the flow's class and its steps'
 classes and report, each with file:line and the fix:
 
-    portability/dex-only-module     an import of a dexcli submodule (the swap covers `dexcli` only)
-    portability/dex-only-name       a name of `dexcli` the official SDK does not export, or a
-                                    member only dex's objects have (StepList.all_steps, ...)
+    portability/dex-only-module     an import of a dexcli submodule the official SDK has no
+                                    counterpart of (`dexcli.wait` is `dex.wait`; `dexcli.testing` is dex's)
+    portability/dex-only-name       a name of `dexcli` (or of `dexcli.<module>`) the official SDK's
+                                    does not export, or a member only dex's objects have
+                                    (StepList.all_steps, ...)
     portability/dex-only-parameter  a keyword only dex takes (Worker(db=...), start_flow(flow_ref=...),
                                     ...) or start_flow with a None flow id (dex generates one)
     portability/async-handler       an `async def` handler: dex runs it under any registry, the
@@ -47,6 +49,51 @@ OFFICIAL_NAMES = frozenset({
     "force_complete_if_channels_empty", "force_fail", "go_to", "go_to_many", "graceful_complete", "heartbeat",
     "open_blob_cache", "retry_after", "rpc",
 })
+
+# dex-python-sdk 1.23.0: each public module of the `dex` package with the names of `dex.__all__` it
+# defines, which `from dex.<module> import ...` gives and `from dexcli.<module> import ...` mirrors.
+# `_grpc_errors` is private, but Dex's own docs and examples import retry_after from it.
+OFFICIAL_MODULES: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    "_grpc_errors": {"RetryAfterError", "retry_after"},
+    "async_client": {"AsyncClient"},
+    "async_worker": {"AsyncWorker"},
+    "attribute": {"Attribute", "AttributeIndex", "AttributeLock", "AttributeMap", "AttributeMapLoad", "IndexType"},
+    "attribute_match": {"AttributeMatch"},
+    "blob_cache": {"BlobCache", "BlobCacheConfig", "open_blob_cache"},
+    "channel": {"Channel", "ChannelMap", "ChannelMapLoad", "ChannelMessage"},
+    "client": {"Client"},
+    "client_options": {"ClientOptions"},
+    "codec": {"BOOL", "BYTES", "Codec", "CodecRegistry", "DOUBLE", "INT64", "JsonCodec", "STRING", "Value",
+              "WireKind"},
+    "condition": {"ConditionCombination"},
+    "context": {"AsyncContext", "Context", "RecoveryErrorInfo"},
+    "credential": {"ApiKeyCredential", "ApiKeyExchangeError", "Credential", "FileCredential"},
+    "flow": {"Flow", "PersistenceSchema", "Registry", "rpc", "RPCResult"},
+    "flow_config": {"ActiveStepSearchMode", "FlowConfig"},
+    "flow_info": {"FlowInfo", "FlowStatus", "HealthInfo", "SearchFlowEntry", "SearchFlowsPage"},
+    "flow_options": {"FlowTimeoutHandlerOptions", "FlowTimeoutPolicy", "IdReusePolicy", "StartFlowOptions",
+                     "StopFlowOptions", "StopType", "SubFlowOptions", "SubFlowReusePolicy", "TimeTravelOptions",
+                     "TimeTravelStepMethod", "TimeTravelType"},
+    "flow_result": {"FlowResult", "StepCompletion"},
+    "pull_registration": {"PullQueueRegistrationState", "PullRegistrationError", "PullRegistrationState"},
+    "rpc_invoke_options": {"RPCInvokeOptions"},
+    "runtime_errors": {"AttributeMapNotLoadedError", "ChannelMessageNotFoundError", "ChannelMessagesNotLoadedError",
+                       "DexServiceError", "ErrorSubStatus", "FlowAlreadyStartedError", "FlowClosingError",
+                       "FlowDefinitionError", "FlowErrorType", "FlowNotActiveOrNotFoundError", "FlowNotFoundError",
+                       "InvalidStepResultError", "LongPollTimeoutError", "RequestTimeoutError",
+                       "RpcLockConflictError", "ValueMappingError", "WorkerInvocationError"},
+    "step": {"dead_end", "force_complete", "force_complete_if_channels_empty", "force_fail", "go_to", "go_to_many",
+             "graceful_complete", "heartbeat", "RetryPolicy", "Step", "StepDecision", "StepDurability", "StepList",
+             "StepMovement", "StepOptions", "StepOutput", "WaitForFailurePolicy"},
+    "step_execution": {"StepExecutionId", "TimerId"},
+    "stream": {"AsyncBufferedTextStream", "BufferedTextStream", "Stream", "StreamMessage", "StreamMessagesPage"},
+    "subflow": {"SubFlow"},
+    "timer": {"Timer"},
+    "wait": {"Wait"},
+    "wait_options": {"WaitForAttributeOptions", "WaitForStepCompletionOptions"},
+    "worker": {"Worker"},
+    "worker_options": {"PullWorkerOptions", "WorkerOptions", "WorkerTarget"},
+}.items()}
 
 # Names dexcli once exported (or keeps in a submodule) that the official SDK lacks: the fix for each.
 FORMER_NAMES = {
@@ -116,14 +163,29 @@ def _import_hits(path: str, node: ast.Import | ast.ImportFrom) -> Iterator[Hit]:
                 yield ("portability/dex-only-name", path, node.lineno, f"`{alias.name}` is dexcli's only; the "
                        f"official SDK has no such name. Fix: {_name_fix(alias.name)}", None)
         return
+    official = _official_module(node.module or "") if isinstance(node, ast.ImportFrom) and not node.level else None
+    if isinstance(node, ast.ImportFrom) and official is not None:
+        for alias in node.names:
+            if alias.name not in OFFICIAL_MODULES[official]:
+                yield ("portability/dex-only-name", path, node.lineno, f"`{alias.name}` is not in the official "
+                       f"`dex.{official}`; that import breaks on the swap. Fix: import it from the module the "
+                       "official SDK defines it in (or from `dexcli`)", None)
+        return
     modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
     for module in modules:
-        if module.startswith("dexcli."):
+        if module.startswith("dexcli.") and _official_module(module) is None:
             names = ", ".join(a.name for a in node.names) if isinstance(node, ast.ImportFrom) else module
             yield ("portability/dex-only-module", path, node.lineno,
-                   f"`{module}` is a dexcli module; swapping `from dexcli import` for `from dex import` does not "
-                   f"move this import ({names}). Fix: import from `dexcli` only names the official SDK has, "
-                   f"or keep this code out of the flow's modules", None)
+                   f"`{module}` is a dexcli module; swapping `dexcli` for `dex` in the import does not "
+                   f"move this import ({names}). Fix: import from `dexcli` (or the official SDK's module "
+                   f"paths, `dexcli.wait`...) only names the official SDK has, or keep this code out of the "
+                   f"flow's modules", None)
+
+
+def _official_module(module: str) -> str | None:
+    """`dexcli.<name>` when the official SDK has `dex.<name>`: the name, else None."""
+    top, _, name = module.partition(".")
+    return name if top == "dexcli" and name in OFFICIAL_MODULES else None
 
 
 def _callee(node: ast.Call) -> str | None:
@@ -151,7 +213,8 @@ def _call_hits(path: str, node: ast.Call) -> Iterator[Hit]:
 
 
 def _member_hits(path: str, node: ast.Attribute) -> Iterator[Hit]:
-    if isinstance(node.value, ast.Name) and node.value.id == "dexcli" and node.attr not in OFFICIAL_NAMES:
+    if isinstance(node.value, ast.Name) and node.value.id == "dexcli" and node.attr not in OFFICIAL_NAMES \
+            and node.attr not in OFFICIAL_MODULES:
         yield ("portability/dex-only-name", path, node.lineno,
                f"`dexcli.{node.attr}` is dexcli's only. Fix: {_name_fix(node.attr)}", None)
         return

@@ -5,6 +5,22 @@ that (a conflict)."""
 
 from __future__ import annotations
 
+import enum
+
+
+class ErrorSubStatus(enum.Enum):
+    """Which kind of failure a DexServiceError is, finer than its class (the official SDK's
+    members and values). Every DexServiceError dex raises carries one as `sub_status`."""
+
+    UNCATEGORIZED = "uncategorized"
+    FLOW_ALREADY_STARTED = "flow_already_started"
+    FLOW_NOT_EXISTS = "flow_not_exists"
+    WORKER_API_ERROR = "worker_api_error"
+    LONG_POLL_TIMEOUT = "long_poll_timeout"
+    CHANNEL_MESSAGE_NOT_FOUND = "channel_message_not_found"
+    REQUEST_TIMEOUT = "request_timeout"
+    FLOW_CLOSING = "flow_closing"
+
 
 class DexError(Exception):
     """Base of every error dex raises on purpose. `exit_code` is what the CLI exits with."""
@@ -33,19 +49,29 @@ class InvalidStepResultError(DexError):
 
 
 class DexServiceError(DexError):
-    """Base for errors the (local) Dex service reports to a client."""
+    """Base for errors the (local) Dex service reports to a client. `sub_status` classifies it
+    as the server would (each subclass has its own); `detail` is its message."""
+
+    sub_status = ErrorSubStatus.UNCATEGORIZED
+
+    @property
+    def detail(self) -> str:
+        return str(self)
 
 
 class FlowAlreadyStartedError(DexServiceError):
     exit_code = 4
+    sub_status = ErrorSubStatus.FLOW_ALREADY_STARTED
 
 
 class FlowNotFoundError(DexServiceError):
     exit_code = 3
+    sub_status = ErrorSubStatus.FLOW_NOT_EXISTS
 
 
 class FlowNotActiveOrNotFoundError(DexServiceError):
     exit_code = 3
+    sub_status = ErrorSubStatus.FLOW_NOT_EXISTS
 
 
 class FlowEndedError(FlowNotActiveOrNotFoundError):
@@ -57,9 +83,12 @@ class FlowEndedError(FlowNotActiveOrNotFoundError):
 
 class LongPollTimeoutError(DexServiceError):
     exit_code = 1
+    sub_status = ErrorSubStatus.LONG_POLL_TIMEOUT
 
 
 class WorkerInvocationError(DexServiceError):
+    sub_status = ErrorSubStatus.WORKER_API_ERROR
+
     def __init__(self, worker_error_type: str, worker_error_detail: str) -> None:
         self.worker_error_type = worker_error_type
         self.worker_error_detail = worker_error_detail
@@ -92,22 +121,26 @@ class FlowClosingError(DexServiceError):
     """The flow is closing: it accepts no new work."""
 
     exit_code = 4
+    sub_status = ErrorSubStatus.FLOW_CLOSING
 
 
 class RpcLockConflictError(DexServiceError):
     """An RPC could not take the Attribute locks it needs (another holder)."""
 
     exit_code = 4
+    sub_status = ErrorSubStatus.WORKER_API_ERROR
 
 
 class RequestTimeoutError(DexServiceError):
     exit_code = 1
+    sub_status = ErrorSubStatus.REQUEST_TIMEOUT
 
 
 class ChannelMessageNotFoundError(DexServiceError):
     """A pending channel message id no longer exists."""
 
     exit_code = 3
+    sub_status = ErrorSubStatus.CHANNEL_MESSAGE_NOT_FOUND
 
 
 class ChannelMessagesNotLoadedError(DexError):

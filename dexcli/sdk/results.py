@@ -41,6 +41,16 @@ class FlowErrorType(enum.Enum):
 
 
 @dataclass(frozen=True)
+class HealthInfo:
+    """A health check's answer: the service's condition ("OK"), the host that answered, and how
+    long the check took, in whole seconds."""
+
+    condition: str
+    hostname: str
+    duration_seconds: int
+
+
+@dataclass(frozen=True)
 class StepCompletion:
     step_type: str
     step_execution_id: str

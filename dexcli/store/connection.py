@@ -135,6 +135,12 @@ class Connection(sqlite3.Connection):
         if self.on_failure is not None:
             self.on_failure(failure)
 
+    def check_identity_now(self) -> None:
+        """DatabaseReplacedError if the path no longer names the file opened (not waiting for
+        the next write's check)."""
+        self._checked_at = 0.0
+        self._check_identity()
+
     def _check_identity(self) -> None:
         if self.replaced is not None:
             raise DatabaseReplacedError(str(self.replaced))

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from dexcli.store import attempt_rows
 from dexcli.store.clocks import check_skip, rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
-from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError
+from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError, StoreError
 from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
 from dexcli.store.owners import owner_holds
 from dexcli.store.records import (
@@ -229,6 +229,16 @@ class Store:
             os.remove(self._stopped_mark(owner))
 
     # --- reads ----------------------------------------------------------------------------
+    def check_usable(self) -> None:
+        """StoreError unless the database can be used now: open, still the file at its path,
+        and its tables readable (Client.health_check). Cheap: one stat and one indexed read."""
+        with self._lock:
+            try:
+                self._conn.execute("SELECT 1 FROM flows LIMIT 1").fetchall()
+            except sqlite3.ProgrammingError as exc:  # what a closed connection raises
+                raise StoreError(f"the database {self.path} is closed") from exc
+            self._conn.check_identity_now()
+
     def check_integrity(self) -> None:
         """DamagedDatabaseError unless SQLite finds every page and index of the file sound
         (`PRAGMA quick_check`: it reads the whole file, for `dex doctor`)."""

@@ -29,6 +29,7 @@ EXPECTED_ALL = [
     "RpcLockConflictError",
     "AttributeMatch", "SearchFlowEntry", "SearchFlowsPage", "WaitForAttributeOptions",
     "WaitForStepCompletionOptions",
+    "ActiveStepSearchMode", "AsyncBufferedTextStream", "BufferedTextStream", "ErrorSubStatus", "HealthInfo",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
 # dex-python-sdk): go_to_multi, RecoveryError, FlowNotActiveError, FlowCodeError and

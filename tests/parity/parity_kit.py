@@ -1,7 +1,8 @@
 """Load one flow source under both SDKs and read what each SDK's Registry made of it.
 
-A corpus source is written against dexcli (`from dexcli import ...`); its `dex` variant is the
-same text with that import line rewritten to `from dex import ...`, which is exactly the move
+A corpus source is written against dexcli (`from dexcli import ...`, or `from dexcli.wait import
+...` for the official SDK's module paths); its `dex` variant is the same text with those import
+lines rewritten to `from dex import ...` (`from dex.wait import ...`), which is exactly the move
 to a Dex server the README promises. Each variant is executed as its own module.
 
 For an accepted flow, `graph()` gives a plain, comparable description of the registration:
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SDKS = ("dexcli", "dex")
 
-_IMPORT = re.compile(r"^from dexcli import\b", re.M)
+_IMPORT = re.compile(r"^from dexcli(\.\w+)? import\b", re.M)  # dexcli, or one of the official module paths
 
 # Dex's defaults for options a step leaves unset (StepOptions / RetryPolicy docstrings of the
 # official SDK; the server fills them in). dexcli resolves the same ones itself.
@@ -66,7 +67,7 @@ def readme_example() -> str:
 def for_sdk(source: str, sdk: str) -> str:
     """The source as a flow author would write it for `sdk`: the import line swapped."""
     assert _IMPORT.search(source), "a corpus source imports the SDK with `from dexcli import ...`"
-    return source if sdk == "dexcli" else _IMPORT.sub("from dex import", source)
+    return source if sdk == "dexcli" else _IMPORT.sub(lambda m: f"from dex{m.group(1) or ''} import", source)
 
 
 _loaded: dict[tuple[str, str], types.ModuleType] = {}

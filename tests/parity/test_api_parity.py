@@ -66,6 +66,9 @@ SIGNATURES = [
     "AsyncClient.wait_for_attribute_match", "Client.wait_for_step_completion", "AsyncClient.wait_for_step_completion",
     "AttributeMatch.equal_to", "AttributeMatch.greater_than_or_equal", "WaitForAttributeOptions",
     "WaitForStepCompletionOptions", "SearchFlowEntry", "SearchFlowsPage",
+    "Client.health_check", "AsyncClient.health_check", "AsyncClient.describe_flow", "HealthInfo",
+    "Stream.buffered_text", "BufferedTextStream", "BufferedTextStream.write", "BufferedTextStream.flush",
+    "AsyncBufferedTextStream", "AsyncBufferedTextStream.write",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -269,7 +272,7 @@ def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[An
 # --- enums -----------------------------------------------------------------------------------
 
 ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "FlowTimeoutPolicy", "StopType", "StepDurability",
-         "WaitForFailurePolicy", "IndexType"]
+         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode"]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=gap(f"enum-{n}")) for n in ENUMS])

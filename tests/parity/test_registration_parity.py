@@ -59,6 +59,7 @@ CASES = [
     Case("go_to_instance", "accept"),
     Case("codec_custom_types", "accept"),
     Case("waits_state_and_rpcs", "accept"),
+    Case("submodule_imports", "accept"),
     # one per rejection rule
     Case("reject_no_return_annotation", "reject", "execute must return StepDecision"),
     Case("reject_wrong_return_annotation", "reject", "execute must return StepDecision"),

@@ -38,3 +38,9 @@ def serve(path: str) -> None:
         worker.run(until_idle=True)  # PORTABLE dex-only-parameter
     client = dexcli.Client(registry, db=path)  # PORTABLE dex-only-parameter
     client.start_flow(NotPortableFlow(), None, 1)  # PORTABLE dex-only-parameter
+
+
+def official_module_paths() -> tuple[type, type]:
+    from dexcli.client import AsyncClient  # PORTABLE dex-only-name
+    from dexcli.wait import Wait  # the official SDK's own module path: moves with the swap
+    return AsyncClient, Wait

@@ -1,0 +1,6 @@
+"""The official SDK's `dex.flow_config` module: `from dexcli.flow_config import ...` is what
+`from dex.flow_config import ...` becomes, for the names dex has."""
+
+from dexcli.sdk.flow_config import ActiveStepSearchMode as ActiveStepSearchMode
+
+__all__ = ["ActiveStepSearchMode"]
