@@ -299,3 +299,58 @@ def test_another_class_under_a_registered_flow_type_is_refused(env):
     Impostor = type("ThreeStepFlow", (three_steps.ThreeStepFlow,), {})
     with pytest.raises(FlowDefinitionError, match="registered twice"):
         env.start(Impostor(), 1, "b")
+
+
+# --- None is JSON null for any declared type (SDK 1.23's codec) --------------------------------
+
+
+class Again(Step[Any]):
+    """Runs twice: first with the start input, then with None (`go_to(self, None)`, as Dex's
+    drain-signal-channels example moves to itself)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def execute(self, context: Context, input: Any) -> StepDecision:
+        self.seen.append(input)
+        if input is None:
+            return graceful_complete(len(self.seen))
+        return go_to(type(self), None)
+
+
+def _again_flow(tp: Any) -> Flow[Any]:
+    step_cls = type(f"Again_{getattr(tp, '__name__', 'list')}", (Again,), {})
+    step_cls.execute.__annotations__ = {"context": Context, "input": tp, "return": StepDecision}  # type: ignore
+    step = step_cls()
+
+    class NoneFlow(Flow[Any]):
+        def get_flow_type(self) -> str:
+            return "NoneFlow"
+
+        def get_steps(self) -> StepList[Any]:
+            return StepList.start_step(step)
+
+    flow = NoneFlow()
+    flow.step = step  # type: ignore[attr-defined]
+    return flow
+
+
+@pytest.mark.parametrize("tp, first", [(str, "first"), (int, 7), (Order, Order("o", 1, Color.RED)),
+                                       (list[int], [1, 2])])
+def test_none_moved_to_a_step_of_any_type_arrives_as_none(env, tp, first):
+    """SDK 1.23 encodes None as null whatever the codec, and decodes null as None: the second
+    attempt is no decode failure retried until the total duration."""
+    flow = _again_flow(tp)
+    result = env.run(flow, first, "f")
+    assert result.status is FlowStatus.COMPLETED, result.error_message
+    assert flow.step.seen == [first, None]  # type: ignore[attr-defined]
+    assert [len(s["attempts"]) for s in env.inspect("f")["steps"]] == [1, 1]  # no retries
+
+
+@pytest.mark.parametrize("tp", [str, Order])
+def test_none_as_the_start_input_of_a_typed_step_is_null(env, tp):
+    flow = _again_flow(tp)
+    result = env.run(flow, None, "f")
+    assert result.status is FlowStatus.COMPLETED, result.error_message
+    assert flow.step.seen == [None]  # type: ignore[attr-defined]
+    assert env.store.get_flow("f").input == "null"
