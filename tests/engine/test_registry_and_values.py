@@ -16,6 +16,7 @@ from dexcli import (
     FlowDefinitionError,
     FlowStatus,
     Registry,
+    RetryPolicy,
     Step,
     StepDecision,
     StepList,
@@ -58,17 +59,6 @@ def problems_of(step_list: StepList) -> str:
 
 def test_a_valid_flow_registers():
     Registry([Steps(StepList.start_step(Ok()).other_steps(OkStr()))])
-
-
-def test_no_start_step():
-    msg = problems_of(StepList.without_start_step(Ok()))
-    assert "BadFlow" in msg and "start step" in msg
-
-
-def test_no_start_step_is_refused_at_start_too(env):
-    with pytest.raises(FlowDefinitionError, match="BadFlow"):
-        env.start(Steps(StepList.empty()), 1, "f")
-    assert env.store.get_flow("f") is None
 
 
 def test_duplicate_step_type():
@@ -135,10 +125,76 @@ class RecoversToStr(Step[int]):
         return graceful_complete(input)
 
 
-def test_recovery_step_with_another_input_type():
-    msg = problems_of(StepList.start_step(RecoversToStr()).other_steps(OkStr()))
-    assert "flow BadFlow, step RecoversToStr" in msg and "OkStr" in msg
-    assert "int" in msg and "str" in msg
+# --- failure routes: registered as the official Registry registers them (it checks none) -------
+
+
+class AsyncOkStr(Step[str]):
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:
+        return graceful_complete(input)
+
+
+class Fails(Step[int]):
+    recovery: type[Step[str]] = OkStr
+
+    def get_step_options(self) -> StepOptions:
+        once = StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
+        return once.on_execute_failure_proceed_to(self.recovery, StepOptions(execute_retry=RetryPolicy(
+            maximum_attempts=3)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        raise RuntimeError("no luck")
+
+
+class FailsToAsync(Fails):
+    recovery = AsyncOkStr
+
+
+class Begin(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to(RoutesToInstance, input)
+
+
+class RoutesToInstance(Ok):
+    def get_step_options(self) -> StepOptions:
+        return StepOptions().on_execute_failure_proceed_to(OkStr())  # type: ignore[arg-type]
+
+
+def test_a_recovery_step_of_another_input_type_registers_with_a_warning():
+    definition = Registry([Steps(StepList.start_step(RecoversToStr()).other_steps(OkStr()))]).get("BadFlow")
+    assert definition is not None
+    (warning,) = definition.warnings
+    assert "flow BadFlow, step RecoversToStr: recovery step OkStr takes str, but RecoversToStr takes int" in warning
+
+
+@pytest.mark.parametrize("failing, recovery", [(Fails, OkStr), (FailsToAsync, AsyncOkStr)])
+def test_a_recovery_step_of_another_input_type_fails_when_its_input_does_not_decode(env, failing, recovery):
+    """As on a Dex server: the recovery step gets the failed step's input (an int) and its codec
+    refuses it; each attempt fails so (a thread's or a task's), until its retry policy gives up."""
+    flow = Steps(StepList.start_step(failing()).other_steps(recovery()))
+    result = env.run(flow, 3, "f")
+    assert result.status is FlowStatus.FAILED
+    step = next(s for s in env.inspect("f")["steps"] if s["stepType"] == recovery.__name__)
+    assert [a["outcome"] for a in step["attempts"]] == ["FAILED"] * 3
+    assert all("value does not fit str" in a["detail"] for a in step["attempts"])
+
+
+def test_a_start_step_routing_failures_to_no_registered_step_is_refused_at_start(env):
+    flow = Steps(StepList.start_step(RecoversToStr()))  # OkStr is not in the flow
+    assert Registry([flow]).get("BadFlow") is not None  # registers, as with the official Registry
+    with pytest.raises(FlowDefinitionError) as info:
+        env.start(flow, 1, "f")
+    assert str(info.value) == ("flow BadFlow, step RecoversToStr: on_execute_failure_proceed_to(OkStr) names a step "
+                               "that is not registered: the start is refused")
+    assert env.store.get_flow("f") is None
+
+
+def test_a_failure_route_to_a_step_instance_registers_and_fails_when_the_step_is_scheduled(env):
+    flow = Steps(StepList.start_step(Begin()).other_steps(RoutesToInstance(), OkStr()))
+    definition = Registry([flow]).get("BadFlow")
+    assert definition is not None and any("not an instance" in w for w in definition.warnings)
+    result = env.run(flow, 1, "f")
+    assert result.status is FlowStatus.FAILED
+    assert "on_execute_failure_proceed_to takes a Step class, not an instance" in (result.error_message or "")
 
 
 def test_every_problem_is_reported_at_once():
