@@ -88,6 +88,16 @@ def test_started_it_is_running_with_no_step_and_rpcs_start_its_steps(cli, board)
     assert IDLE not in cli.ok("inspect", "j").stdout
 
 
+def test_a_worker_until_idle_says_what_it_is_left_waiting_for(cli, board):
+    cli.ok("start", "--file", board, "--flow-id", "j")
+    out = cli.ok("worker", "--until-idle").stdout
+    assert f"  j: {IDLE} (dex rpc j NAME) until one starts a step, it times out or is stopped" in out, out
+    cli.ok("rpc", "j", "update", "--file", board, "--input", '"Engineer"')
+    out = cli.ok("worker", "--until-idle").stdout  # runs Push, which dead-ends
+    assert "  j: idle (dead end) until it is stopped or an RPC starts a step" in out, out
+    assert "Push-1  COMPLETED" in cli.ok("inspect", "j").stdout
+
+
 def test_dex_run_prints_that_it_is_idle_and_ends_when_stopped(cli, board, db):
     proc = subprocess.Popen([sys.executable, "-m", "dexcli", "run", "--file", board, "--flow-id", "j"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(db))
