@@ -63,18 +63,15 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
         owner = None
     initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
-    step = None
-    if req.start is not None:
-        step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
-    first = {} if step is None or req.start is None else {
-        "startStepType": req.start.spec.step_type, "startStepExecutionId": step.step_execution_id}
+    step = None if req.start is None else queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1),
+                                                      None if delay else owner)
+    first = {} if step is None else {"startStepType": step.step_type, "startStepExecutionId": step.step_execution_id}
     tx.add_event(req.flow_id, now, "FlowStarted", json_object(
         {"flowType": req.definition.flow_type, "runId": run_id, **first}, ("input", input_json),
         {**_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
          **({"initialAttributes": initial} if initial else {})}))
-    got = None
-    if step is not None and req.start is not None and step.lease_owner is not None and not delay:
-        got = leased(tx, step, run_id, req.start.spec, req.definition)
+    got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
+        tx, step, run_id, req.start.spec, req.definition)
     return Started(run_id, True, got, previous.terminated if previous else None)
 
 
