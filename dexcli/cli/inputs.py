@@ -115,8 +115,13 @@ def check_input(flow_name: str, definition: FlowDefinition, value: Any, given: b
     """Raise a UsageError (exit 2) unless `value` fits the start step's input type."""
     start = definition.start_step
     if start is None:
-        return  # the engine refuses a flow without a start step, in its own words
+        if value is not None:  # the official client's own refusal
+            raise UsageError(f"{flow_name} takes no --input (it has no start step: RPCs start its steps); "
+                             "leave --input out")
+        return
     tp = start.input_type
+    if tp is not None and not given:  # JSON null fits any type, but a missing --input is a slip
+        raise UsageError(f"{flow_name} needs --input of type {type_label(tp)}{_example_hint(tp)}")
     try:
         from_jsonable(to_jsonable(value), tp)
     except ValueMappingError as exc:
@@ -124,8 +129,6 @@ def check_input(flow_name: str, definition: FlowDefinition, value: Any, given: b
             raise UsageError(f"{flow_name} takes no --input (its start step {start.step_type} takes None); "
                              "leave --input out") from None
         wanted = f"{flow_name} needs --input of type {type_label(tp)}{_example_hint(tp)}"
-        if not given:
-            raise UsageError(wanted) from None
         raise UsageError(f"{wanted}: got {json.dumps(value)[:60]}: {_detail(exc)}") from None
 
 

@@ -326,6 +326,8 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
     parts.append(Rule(style="dim"))
     if rw.only_external_input(snap):
         parts.append(Text(f" {rw.EXTERNAL_INPUT}", style="yellow"))
+    if rw.idle_without_steps(snap):
+        parts.append(Text(f" {rw.no_start_step_text(fid, rpcs)}", style="yellow"))
     late = overdue_line(snap)
     if late is not None:
         parts.append(late)
@@ -414,6 +416,7 @@ class LineDiffer:
         self._steps: dict[str, str] = {}
         self._closed = False
         self._external = False  # whether the last snapshot could move on only by external input
+        self._idle = False  # whether the last snapshot had no step at all (no start step, no RPC yet)
         self._overdue = False  # said that no process drives the flow (said again once it moves)
 
     def lines(self, snap: dict[str, Any]) -> list[str]:
@@ -428,6 +431,10 @@ class LineDiffer:
         if external and not self._external:
             out.append(f"          … {rw.EXTERNAL_INPUT}")
         self._external = external
+        idle = rw.idle_without_steps(snap)
+        if idle and not self._idle:
+            out.append(f"          … {rw.no_start_step_text(snap['summary']['flowId'], self.rpcs)}")
+        self._idle = idle
         late = overdue_line(snap)
         if late is not None and (events or not self._overdue):
             out.append(late.plain.strip())

@@ -57,7 +57,9 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
             active = rw.active_of(snap, st["stepExecutionId"])
             what = rw.summary(snap, active, parse_iso(snap["now"]) or 0.0) if active else "its wait"
             parts.append(f"{st['stepExecutionId']} waits for {what}")
-    if not parts:
+    if rw.idle_without_steps(snap):
+        parts.append(rw.no_start_step_text(snap["summary"]["flowId"]))
+    elif not parts:
         parts.append("nothing is queued or running — the flow is idle (dead end) until it is stopped")
     t = Text(" Waiting on:  ", style="bold")
     t.append(" · ".join(parts))
@@ -193,7 +195,9 @@ def _history_line(e: dict[str, Any]) -> Text:
         line.append(f"ready: {', '.join(rw.selected_ids(e['conditionResults'])) or '-'}", style="dim")
     elif e["type"] == "FlowStarted":
         given = brief_json(e["input"], INSPECT_VALUE_LIMIT)
-        line.append(f"start {e['startStepExecutionId']} input {given}{history_text(e)}", style="dim")
+        first = e.get("startStepExecutionId")
+        began = f"start {first} input {given}" if first else "no start step: idle until an RPC starts one"
+        line.append(f"{began}{history_text(e)}", style="dim")
     elif e["type"] == "FlowTimedOut":
         line.append(history_text(e), style="yellow")
     return line

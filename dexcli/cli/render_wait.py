@@ -155,6 +155,18 @@ def only_external_input(snap: dict[str, Any]) -> bool:
 EXTERNAL_INPUT = "only external input can move this flow on now (an RPC, or a timer skipped): it waits"
 
 
+def idle_without_steps(snap: dict[str, Any]) -> bool:
+    """Whether this running flow has no step execution at all: it has no start step (every other
+    start queues one) and no RPC has started a step yet."""
+    return snap["summary"]["flowStatus"] == "RUNNING" and not snap["steps"]
+
+
+def no_start_step_text(flow_id: str, rpcs: tuple[str, ...] = ()) -> str:
+    """What a flow without a start step does while no step runs, and how to move it on."""
+    call = " | ".join(f"dex rpc {flow_id} {name}" for name in rpcs) if rpcs else f"dex rpc {flow_id} NAME"
+    return f"no start step: the flow answers RPCs ({call}) until one starts a step, it times out or is stopped"
+
+
 def wait_events(st: dict[str, Any], snap: dict[str, Any], seen: dict[str, str],
                 rpcs: tuple[str, ...]) -> list[tuple[float, str]]:
     """The plain lines of a step's wait that `seen` (step execution id -> the state last

@@ -115,6 +115,7 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
                         input_given: bool) -> Any:
     """Register the flow and check the run's flags and input against it (usage errors)."""
     from dexcli.cli.inputs import check_input
+    from dexcli.engine.start_request import start_step_options
 
     definition = engine.registry.add(flow_obj)
     try:
@@ -122,6 +123,8 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_input(name or definition.flow_type, definition, start_input, given=input_given)
+    if definition.start_step is not None:  # a start it refuses is one line, not a warning before it
+        start_step_options(engine.definitions, definition, definition.start_step)
     for w in definition.warnings:
         print(f"dex: warning: {w}", file=sys.stderr)
     return definition

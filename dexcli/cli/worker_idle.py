@@ -46,7 +46,7 @@ def idle_wait_lines(data: dict[str, Any]) -> list[str]:
 
 def left_waiting(engine: Engine) -> list[str]:
     """Once idle: the running flows left here, each with what it waits for."""
-    from dexcli.cli.render_wait import active_of, summary
+    from dexcli.cli.render_wait import active_of, idle_without_steps, no_start_step_text, summary
     from dexcli.cli.shared import store_now
     from dexcli.engine.views import inspect_flow
 
@@ -68,6 +68,10 @@ def left_waiting(engine: Engine) -> list[str]:
                 parts.append(f"{seid} waiting for {summary(snap, active, now)}")
             elif status == "QUEUED" and step.get("nextAttemptTime"):
                 parts.append(f"{seid} starts at {clock_time(step['nextAttemptTime'])} (a start delay)")
+        if not parts and idle_without_steps(snap):
+            parts.append(no_start_step_text(fid))
+        elif not parts and not snap["summary"].get("timeout"):
+            parts.append("idle (dead end) until it is stopped or an RPC starts a step")
         out.append(f"  {fid}: " + ("; ".join(parts) or "its flow timeout"))
     if len(ids) > LISTED:
         out.append(f"  and {len(ids) - LISTED} more (dex list --status RUNNING)")

@@ -484,19 +484,18 @@ class Engine:
                 self._watch(run)
 
     def arm(self, run: AttemptRun) -> Any:
-        """Start its watchdog; returns its input."""
-        value = from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
+        """Start its watchdog; returns its input. An input that does not decode as the step's
+        type raises ValueMappingError: that attempt's failure, as a worker's decode failure is."""
         loop = run.loop
         assert loop is not None
         run.timer = loop.call_at(run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()), self._watch, run)
-        return value
+        return from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
 
     async def _attempt(self, run: AttemptRun) -> None:
-        value = self.arm(run)
         error: BaseException | None = None
         result: Any = None
         try:
-            result = await invoke(run, value)
+            result = await invoke(run, self.arm(run))
         except asyncio.CancelledError:
             if run.timed_out is None:
                 raise

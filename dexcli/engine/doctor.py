@@ -10,7 +10,8 @@
     StepExecuteFailed events (StepWaitForFailed for a step whose wait_for failed it), one
     FlowClosed exactly when the flow is closed;
   - a closed flow has nothing queued or running; a RUNNING flow has something queued,
-    running or backing off, unless every branch dead-ended;
+    running or backing off, unless every branch dead-ended (or it has no start step and no RPC
+    has started one yet);
   - and first, that SQLite finds the file whole (`PRAGMA quick_check`).
 """
 
@@ -50,11 +51,11 @@ class _Counts:
     completed: Counter[str]  # StepExecuteCompleted events per step execution
     failed: Counter[str]  # StepExecuteFailed events per step execution
     wait_failed: Counter[str]  # StepWaitForFailed events per step execution
-    created: set[str]  # step executions a start, decision or failure created
+    created: set[str]  # step executions a start, decision, failure or RPC created
 
 
 def _created(history: list[Event]) -> set[str]:
-    """The step executions a start, a decision or a failure created."""
+    """The step executions a start, a decision, a failure or an RPC created."""
     created: set[str] = set()
     for type_, p in history:
         if type_ == "FlowStarted":
@@ -63,6 +64,8 @@ def _created(history: list[Event]) -> set[str]:
             created.update(n["stepExecutionId"] for n in p["decision"].get("next", []))
         elif type_ == "StepExecuteFailed" and p.get("recoveryStepExecutionId"):
             created.add(p["recoveryStepExecutionId"])
+        elif type_ == "RpcExecutionCompleted":
+            created.update(p.get("nextSteps", []))
     return created
 
 
@@ -131,7 +134,9 @@ def _check_closing(flow: FlowRecord, steps: list[StepRecord], history: list[Even
         if closes:
             problems.append(f"{fid}: RUNNING but history has FlowClosed")
         dead_ends = all(_kind(s) == "deadEnd" for s in steps if s.status is StepState.COMPLETED and _kind(s) != "goTo")
-        if not open_steps and not (steps and dead_ends and not flow.graceful):
+        idle_from_start = not steps and any(t == "FlowStarted" and "startStepExecutionId" not in p
+                                            for t, p in history)  # no start step, no RPC has started one
+        if not open_steps and not idle_from_start and not (steps and dead_ends and not flow.graceful):
             problems.append(f"{fid}: RUNNING with nothing queued, running or backing off")
         return problems
     if len(closes) != 1:

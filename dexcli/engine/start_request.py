@@ -1,6 +1,7 @@
 """What a flow's start needs before any database work: the flow id (given or generated), the
 start step's input checked against its type, the step's resolved options and the start options
-(StartFlowOptions as dexcli.engine.flow_timeout and the initial attributes apply them)."""
+(StartFlowOptions as dexcli.engine.flow_timeout and the initial attributes apply them). A flow
+without a start step takes None and starts with no step."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from dexcli.engine.attributes import initial_attributes
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_timeout import start_settings
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
-from dexcli.sdk.errors import FlowDefinitionError, ValueMappingError
+from dexcli.sdk.errors import FlowDefinitionError, InvalidStepResultError, ValueMappingError
 from dexcli.sdk.flow import Flow
+from dexcli.sdk.options import ResolvedOptions
+from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.results import StartFlowOptions
 
 
@@ -46,6 +49,16 @@ def check_flow_id(flow_id: str) -> str:
     return flow_id
 
 
+def start_step_options(definitions: Definitions, definition: FlowDefinition, start: StepSpec) -> ResolvedOptions:
+    """The start step's resolved options. Options a worker cannot map (a failure route to no
+    registered step class) refuse the start, as the official client refuses it: a
+    FlowDefinitionError."""
+    try:
+        return definitions.options(definition, start)
+    except InvalidStepResultError as exc:
+        raise FlowDefinitionError(f"{exc}: the start is refused") from None
+
+
 def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
                   flow_ref: str | None, request_id: str | None, ignore_already_started: bool,
                   options: StartFlowOptions | None = None) -> t.StartRequest:
@@ -53,14 +66,18 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     and ignore_already_started replace the arguments')."""
     definition = definitions.registry.definition_of(flow)
     start = definition.start_step
-    if start is None:
-        raise FlowDefinitionError(f"flow {definition.flow_type}: has no start step")
     flow_id = check_flow_id(new_flow_id(definition.flow_type) if flow_id is None else flow_id)
-    try:
-        input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
-    except ValueMappingError as exc:
-        raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
-    nxt = t.NextStep(start, input_json, definitions.options(definition, start))
+    nxt: t.NextStep | None = None
+    if start is None:  # it idles until an RPC starts a step, as on a Dex server
+        if input is not None:
+            raise ValueMappingError(f"flow {definition.flow_type} has no start step: its start input must be None, "
+                                    f"not {type(input).__name__}")
+    else:
+        try:
+            input_json = encode(from_jsonable(to_jsonable(input), start.input_type))
+        except ValueMappingError as exc:
+            raise ValueMappingError(f"input for {start.step_type}: {exc}") from None
+        nxt = t.NextStep(start, input_json, start_step_options(definitions, definition, start))
     if options is None:
         return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
     settings = start_settings(options, definition, definitions)

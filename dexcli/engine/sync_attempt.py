@@ -88,11 +88,11 @@ class SyncAttempt:
         current_flow.set(run.flow_id)  # its context (and its thread's): the host's clock is the flow's
         try:
             engine.attempt_started(run)
-            value = engine.arm(run)
         except Exception as exc:
             self._unrecorded(exc)
             return
         try:
+            value = engine.arm(run)
             if stalls(run):
                 return
             loop: Any = run.loop  # it has call_in_thread (see `fits`)

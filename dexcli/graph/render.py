@@ -82,7 +82,7 @@ def render_text(graph: FlowGraph) -> str:
     if graph.out_edges(START):
         out.extend(_block(graph, START, visited))
     else:
-        out.append("START ──▶ ✗ (no start step)")
+        out.append("START (no start step: the flow starts idle, RPCs start its steps)")
         visited.add(START)
     for title, wanted in (("not reachable from START:", False),
                           ("reached only if a target computed at run time leads here:", None)):

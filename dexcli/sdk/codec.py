@@ -261,8 +261,6 @@ def _to_json_data(codec: Codec[Any], value: Any) -> Any:
 
 def _from_json_data(codec: Codec[Any], data: Any) -> Any:
     kind = codec.wire_kind
-    if data is None and kind is not WireKind.JSON:
-        return None
     if kind is WireKind.JSON:
         raw: Any = json.dumps(data, allow_nan=False, separators=(",", ":"), sort_keys=True)
     else:
@@ -326,12 +324,14 @@ def from_jsonable(data: Any, tp: Any) -> Any:
 
     Strictly, as JSON types say, like the official SDK's codec: `true` is no int, `1` no bool,
     `"5"` and `5.0` no int (pydantic's lax Python mode takes them all, True as 1). Dataclasses,
-    Enums, datetimes and bytes are still read from their JSON forms (objects, values, strings)."""
+    Enums, datetimes and bytes are still read from their JSON forms (objects, values, strings).
+    JSON null is None whatever the type, as there: the official SDK encodes None as a null value
+    for any codec and decodes a null value as None without asking the codec."""
+    if data is None or tp is Any:
+        return data
     codec = _custom_codec(tp)
     if codec is not None:
         return _from_json_data(codec, data)
-    if tp is Any or tp is None and data is None:
-        return data
     from pydantic import ValidationError
 
     try:

@@ -112,7 +112,8 @@ def _inspect_step(flow_type: str, step: Step[Any], problems: list[str],
     return StepSpec(step_type, step, cls, found.kind, input_type, has_wait_for, wait_kind)
 
 
-def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, problems: list[str]) -> None:
+def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, problems: list[str],
+                   warnings: list[str]) -> None:
     where = f"flow {flow_type}, step {spec.step_type}"
     try:
         opts = spec.options()
@@ -129,14 +130,18 @@ def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, p
         value = getattr(opts, name)
         if value is not None and value.total_seconds() < 0:
             problems.append(f"{where}: {name} must not be negative")
+    # The official Registry checks no failure route: a route it cannot map fails when the step is
+    # scheduled (its options are mapped then), a recovery step of another input type when the route
+    # is taken (the failed step's input does not decode). dex does the same, and warns here.
     if opts.execute_failure_step is not None:
         rec, problem = definition.failure_step(opts, where)
         if rec is None:
-            problems.append(str(problem))
+            warnings.append(f"{problem}: scheduling {spec.step_type} will fail")
         elif rec.input_type != spec.input_type:
-            problems.append(
+            warnings.append(
                 f"{where}: recovery step {rec.step_type} takes {_tname(rec.input_type)}, "
-                f"but {spec.step_type} takes {_tname(spec.input_type)}; the recovery step gets the same input"
+                f"but {spec.step_type} takes {_tname(spec.input_type)}; the recovery step gets the same input, "
+                f"so it fails if that input does not decode as {_tname(rec.input_type)}"
             )
 
 
@@ -169,8 +174,6 @@ def _collect_steps(flow_type: str, step_list: StepList[Any], problems: list[str]
     steps: dict[str, StepSpec] = {}
     classes: dict[type, str] = {}
     start_spec: StepSpec | None = None
-    if step_list.start is None:
-        problems.append(f"flow {flow_type}: has no start step (StepList.start_step(...))")
     for i, step in enumerate(step_list.all_steps()):
         if not isinstance(step, Step):
             problems.append(f"flow {flow_type}: {step!r} is not a Step instance")
@@ -252,7 +255,7 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
     definition = FlowDefinition(flow, flow_type, start_spec, steps, streams, channels=channels, rpcs=rpcs,
                                 attributes=attributes)
     for spec in steps.values():
-        _check_options(flow_type, spec, definition, problems)
+        _check_options(flow_type, spec, definition, problems, definition.warnings)
     if checks is not None and not problems:
         errors, warnings = checks(definition)
         problems.extend(errors)
@@ -264,8 +267,9 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
 
 class Registry:
     """Flows this process can run, by flow type. Validates each flow when it is added, by the
-    official SDK's rules (and dexcli's own, stricter ones: a start step, a registered failure
-    route of the same input type, a heartbeat timeout of 10 s or more).
+    official SDK's rules (and dexcli's own, stricter ones: a heartbeat timeout of 10 s or more).
+    A flow without a start step registers (RPCs start its steps); a failure route the official
+    Registry would take but a worker cannot follow registers with a warning (`definition.warnings`).
 
     `allow_async_handlers` defaults to False, as the official SDK's: `async def` handlers are
     refused unless it is True (as for an AsyncWorker; `dex run` and DexTestEnv pass True).

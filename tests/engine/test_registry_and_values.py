@@ -16,6 +16,7 @@ from dexcli import (
     FlowDefinitionError,
     FlowStatus,
     Registry,
+    RetryPolicy,
     Step,
     StepDecision,
     StepList,
@@ -58,17 +59,6 @@ def problems_of(step_list: StepList) -> str:
 
 def test_a_valid_flow_registers():
     Registry([Steps(StepList.start_step(Ok()).other_steps(OkStr()))])
-
-
-def test_no_start_step():
-    msg = problems_of(StepList.without_start_step(Ok()))
-    assert "BadFlow" in msg and "start step" in msg
-
-
-def test_no_start_step_is_refused_at_start_too(env):
-    with pytest.raises(FlowDefinitionError, match="BadFlow"):
-        env.start(Steps(StepList.empty()), 1, "f")
-    assert env.store.get_flow("f") is None
 
 
 def test_duplicate_step_type():
@@ -135,10 +125,76 @@ class RecoversToStr(Step[int]):
         return graceful_complete(input)
 
 
-def test_recovery_step_with_another_input_type():
-    msg = problems_of(StepList.start_step(RecoversToStr()).other_steps(OkStr()))
-    assert "flow BadFlow, step RecoversToStr" in msg and "OkStr" in msg
-    assert "int" in msg and "str" in msg
+# --- failure routes: registered as the official Registry registers them (it checks none) -------
+
+
+class AsyncOkStr(Step[str]):
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:
+        return graceful_complete(input)
+
+
+class Fails(Step[int]):
+    recovery: type[Step[str]] = OkStr
+
+    def get_step_options(self) -> StepOptions:
+        once = StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
+        return once.on_execute_failure_proceed_to(self.recovery, StepOptions(execute_retry=RetryPolicy(
+            maximum_attempts=3)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        raise RuntimeError("no luck")
+
+
+class FailsToAsync(Fails):
+    recovery = AsyncOkStr
+
+
+class Begin(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to(RoutesToInstance, input)
+
+
+class RoutesToInstance(Ok):
+    def get_step_options(self) -> StepOptions:
+        return StepOptions().on_execute_failure_proceed_to(OkStr())  # type: ignore[arg-type]
+
+
+def test_a_recovery_step_of_another_input_type_registers_with_a_warning():
+    definition = Registry([Steps(StepList.start_step(RecoversToStr()).other_steps(OkStr()))]).get("BadFlow")
+    assert definition is not None
+    (warning,) = definition.warnings
+    assert "flow BadFlow, step RecoversToStr: recovery step OkStr takes str, but RecoversToStr takes int" in warning
+
+
+@pytest.mark.parametrize("failing, recovery", [(Fails, OkStr), (FailsToAsync, AsyncOkStr)])
+def test_a_recovery_step_of_another_input_type_fails_when_its_input_does_not_decode(env, failing, recovery):
+    """As on a Dex server: the recovery step gets the failed step's input (an int) and its codec
+    refuses it; each attempt fails so (a thread's or a task's), until its retry policy gives up."""
+    flow = Steps(StepList.start_step(failing()).other_steps(recovery()))
+    result = env.run(flow, 3, "f")
+    assert result.status is FlowStatus.FAILED
+    step = next(s for s in env.inspect("f")["steps"] if s["stepType"] == recovery.__name__)
+    assert [a["outcome"] for a in step["attempts"]] == ["FAILED"] * 3
+    assert all("value does not fit str" in a["detail"] for a in step["attempts"])
+
+
+def test_a_start_step_routing_failures_to_no_registered_step_is_refused_at_start(env):
+    flow = Steps(StepList.start_step(RecoversToStr()))  # OkStr is not in the flow
+    assert Registry([flow]).get("BadFlow") is not None  # registers, as with the official Registry
+    with pytest.raises(FlowDefinitionError) as info:
+        env.start(flow, 1, "f")
+    assert str(info.value) == ("flow BadFlow, step RecoversToStr: on_execute_failure_proceed_to(OkStr) names a step "
+                               "that is not registered: the start is refused")
+    assert env.store.get_flow("f") is None
+
+
+def test_a_failure_route_to_a_step_instance_registers_and_fails_when_the_step_is_scheduled(env):
+    flow = Steps(StepList.start_step(Begin()).other_steps(RoutesToInstance(), OkStr()))
+    definition = Registry([flow]).get("BadFlow")
+    assert definition is not None and any("not an instance" in w for w in definition.warnings)
+    result = env.run(flow, 1, "f")
+    assert result.status is FlowStatus.FAILED
+    assert "on_execute_failure_proceed_to takes a Step class, not an instance" in (result.error_message or "")
 
 
 def test_every_problem_is_reported_at_once():
@@ -299,3 +355,58 @@ def test_another_class_under_a_registered_flow_type_is_refused(env):
     Impostor = type("ThreeStepFlow", (three_steps.ThreeStepFlow,), {})
     with pytest.raises(FlowDefinitionError, match="registered twice"):
         env.start(Impostor(), 1, "b")
+
+
+# --- None is JSON null for any declared type (SDK 1.23's codec) --------------------------------
+
+
+class Again(Step[Any]):
+    """Runs twice: first with the start input, then with None (`go_to(self, None)`, as Dex's
+    drain-signal-channels example moves to itself)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def execute(self, context: Context, input: Any) -> StepDecision:
+        self.seen.append(input)
+        if input is None:
+            return graceful_complete(len(self.seen))
+        return go_to(type(self), None)
+
+
+def _again_flow(tp: Any) -> Flow[Any]:
+    step_cls = type(f"Again_{getattr(tp, '__name__', 'list')}", (Again,), {})
+    step_cls.execute.__annotations__ = {"context": Context, "input": tp, "return": StepDecision}  # type: ignore
+    step = step_cls()
+
+    class NoneFlow(Flow[Any]):
+        def get_flow_type(self) -> str:
+            return "NoneFlow"
+
+        def get_steps(self) -> StepList[Any]:
+            return StepList.start_step(step)
+
+    flow = NoneFlow()
+    flow.step = step  # type: ignore[attr-defined]
+    return flow
+
+
+@pytest.mark.parametrize("tp, first", [(str, "first"), (int, 7), (Order, Order("o", 1, Color.RED)),
+                                       (list[int], [1, 2])])
+def test_none_moved_to_a_step_of_any_type_arrives_as_none(env, tp, first):
+    """SDK 1.23 encodes None as null whatever the codec, and decodes null as None: the second
+    attempt is no decode failure retried until the total duration."""
+    flow = _again_flow(tp)
+    result = env.run(flow, first, "f")
+    assert result.status is FlowStatus.COMPLETED, result.error_message
+    assert flow.step.seen == [first, None]  # type: ignore[attr-defined]
+    assert [len(s["attempts"]) for s in env.inspect("f")["steps"]] == [1, 1]  # no retries
+
+
+@pytest.mark.parametrize("tp", [str, Order])
+def test_none_as_the_start_input_of_a_typed_step_is_null(env, tp):
+    flow = _again_flow(tp)
+    result = env.run(flow, None, "f")
+    assert result.status is FlowStatus.COMPLETED, result.error_message
+    assert flow.step.seen == [None]  # type: ignore[attr-defined]
+    assert env.store.get_flow("f").input == "null"

@@ -16,7 +16,7 @@ RULE_FLOWS = {
     "lock-held-while-polling": "lock_held",
     "page-token-run": "page_token",
 }
-VALIDATION_FLOWS = ["no_start", "unknown_target", "not_a_step_target", "duplicate_class", "duplicate_type",
+VALIDATION_FLOWS = ["unknown_target", "not_a_step_target", "duplicate_class", "duplicate_type",
                     "recovery_mismatch", "wrong_context", "short_heartbeat", "unreachable"]
 
 
@@ -88,6 +88,11 @@ def test_each_validation_flow_produces_exactly_its_finding(name):
 
 def test_runtime_target_flow_has_no_findings():
     assert lint_flow(load_bad("runtime_target")).findings == []
+
+
+def test_a_flow_without_a_start_step_has_no_findings():
+    report = lint_flow(load_bad("no_start"))
+    assert report.findings == [] and report.graph.valid and report.exit_code() == 0
 
 
 def test_ignore_comment_silences_the_rule_on_its_line():

@@ -76,12 +76,10 @@ def test_self_loop_edge():
 @pytest.mark.parametrize(
     "name, fragment",
     [
-        ("no_start", "has no start step"),
         ("unknown_target", "targets a step that is not registered"),
         ("not_a_step_target", "self.jobs is a dict, not a step"),
         ("duplicate_class", "duplicate step class Echo"),
         ("duplicate_type", "duplicate step type Side"),
-        ("recovery_mismatch", "recovery step Recover takes int, but Work takes str"),
         ("wrong_context", "execute context must be AsyncContext"),
         ("short_heartbeat", "heartbeat_timeout 5 s is under the 10 s minimum"),
     ],
@@ -92,6 +90,19 @@ def test_invalid_flows_still_graph_with_their_reason(name, fragment):
     assert len(graph.errors) == 1 and fragment in graph.errors[0]
     assert graph.warnings == []
     assert graph.nodes[0].id == "START"
+
+
+def test_a_flow_without_a_start_step_graphs_valid_with_no_start_edge():
+    graph = build_graph(load_bad("no_start"))
+    assert graph.valid and graph.problems == []
+    assert not any(e.kind == "start" for e in graph.edges)
+
+
+def test_a_recovery_step_of_another_input_type_is_a_warning_not_an_error():
+    graph = build_graph(load_bad("recovery_mismatch"))
+    assert graph.valid and graph.errors == []
+    (warning,) = graph.warnings
+    assert "recovery step Recover takes int, but Work takes str" in warning
 
 
 def test_unknown_target_fails_registration_naming_flow_step_and_target():
@@ -123,8 +134,8 @@ def test_static_checks_run_only_once_the_registrys_own_checks_passed():
         calls.append(definition.flow_type)
         return ["flow X: from checks"], ["a warning"]
 
-    with pytest.raises(FlowDefinitionError, match="has no start step") as info:
-        build_definition(load_bad("no_start"), checks=checks)
+    with pytest.raises(FlowDefinitionError, match="under the 10 s minimum") as info:
+        build_definition(load_bad("short_heartbeat"), checks=checks)
     assert calls == [] and "from checks" not in str(info.value)
     with pytest.raises(FlowDefinitionError) as info:
         build_definition(load_flow("polling")[0], checks=checks)

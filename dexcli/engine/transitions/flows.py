@@ -18,7 +18,7 @@ from dexcli.store import FlowState, StartSettings, Tx, json_object
 @dataclass(frozen=True, slots=True)
 class StartRequest:
     definition: FlowDefinition
-    start: NextStep
+    start: NextStep | None  # None: a flow with no start step (its steps are started by RPCs)
     flow_id: str
     flow_ref: str | None
     request_id: str | None
@@ -37,11 +37,13 @@ class Started:
 
 def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> Started:
     """Create the flow and queue its start step (leased to `owner` when given, unless it has a
-    start delay). A taken flow id is refused before anything is written (or answered with the
-    existing run for the same request id under ignore_already_started), unless the id reuse
-    policy lets a new run replace the old one (dexcli.engine.id_reuse)."""
+    start delay); a flow without one starts with no step, RUNNING until an RPC starts one. A
+    taken flow id is refused before anything is written (or answered with the existing run for
+    the same request id under ignore_already_started), unless the id reuse policy lets a new run
+    replace the old one (dexcli.engine.id_reuse)."""
     run_id, request_id, s = str(uuid.uuid4()), req.request_id or str(uuid.uuid4()), req.settings
-    args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, req.start.input_json, request_id, now)
+    input_json = req.start.input_json if req.start is not None else "null"
+    args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, input_json, request_id, now)
     previous = None
     if not tx.insert_flow_if_new(*args):
         from dexcli.engine.id_reuse import allows, make_room  # id_reuse builds on this module
@@ -61,13 +63,15 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
         owner = None
     initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
-    step = queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), None if delay else owner)
+    step = None if req.start is None else queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1),
+                                                      None if delay else owner)
+    first = {} if step is None else {"startStepType": step.step_type, "startStepExecutionId": step.step_execution_id}
     tx.add_event(req.flow_id, now, "FlowStarted", json_object(
-        {"flowType": req.definition.flow_type, "runId": run_id, "startStepType": req.start.spec.step_type,
-         "startStepExecutionId": step.step_execution_id}, ("input", req.start.input_json),
+        {"flowType": req.definition.flow_type, "runId": run_id, **first}, ("input", input_json),
         {**_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
          **({"initialAttributes": initial} if initial else {})}))
-    got = None if step.lease_owner is None or delay else leased(tx, step, run_id, req.start.spec, req.definition)
+    got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
+        tx, step, run_id, req.start.spec, req.definition)
     return Started(run_id, True, got, previous.terminated if previous else None)
 
 

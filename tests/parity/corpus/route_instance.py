@@ -1,5 +1,5 @@
-"""dexcli is stricter: an execute-failure route given a step instance instead of its class
-(official: registers, the worker fails when it maps the options; dex refuses it at registration)."""
+"""An execute-failure route given a step instance instead of its class: both Registries take it;
+mapping the step's options fails, so both refuse when the step is scheduled (dex warns)."""
 
 from __future__ import annotations
 

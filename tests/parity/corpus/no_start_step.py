@@ -1,5 +1,5 @@
-"""dexcli is stricter: a flow without a start step (official: valid, its steps are reached through
-RPCs; dex cannot start it, so it refuses it at registration)."""
+"""A flow without a start step: both Registries take it (its steps are reached through RPCs; it
+starts idle, as on a Dex server)."""
 
 from __future__ import annotations
 

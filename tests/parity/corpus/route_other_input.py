@@ -1,5 +1,5 @@
-"""dexcli is stricter: an execute-failure route to a step of another input type (the recovery
-step is given the failed step's input; official: fails when the input is decoded)."""
+"""An execute-failure route to a step of another input type: both Registries take it (the recovery
+step is given the failed step's input and fails when it does not decode; dex warns)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""dexcli is stricter: an execute-failure route to a step the flow does not register (official:
-the worker fails when it maps the step's options; dex refuses it at registration)."""
+"""An execute-failure route to a step the flow does not register: both Registries take it; mapping
+the step's options fails, so both refuse when the step is scheduled (dex warns at registration)."""
 
 from __future__ import annotations
 
