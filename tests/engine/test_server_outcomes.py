@@ -1,0 +1,148 @@
+"""How a flow's outcomes read as on a Dex server (issue 23, rules 1, 3, 4, 10, 11, 17), in
+virtual time: the failure texts client code receives, null outputs, a WaitFor failing with
+PROCEED, a failed flow's result, a start delay with a flow timeout, and a timer's firing time.
+
+The server's source (`superdurable/dex`) is the authority: each test names the rule it pins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from dexcli import (
+    AsyncContext,
+    Context,
+    FlowErrorType,
+    FlowStatus,
+    RecoveryErrorInfo,
+    RetryPolicy,
+    Step,
+    StepDecision,
+    StepOptions,
+    Wait,
+    WaitForFailurePolicy,
+    graceful_complete,
+)
+from dexcli.testing import DexTestEnv
+from tests.engine.engine_flows import Flaky, Single, opts
+from tests.engine.engine_helpers import attempts, history, step
+
+
+class Record(Step[int]):
+    """The recovery step: keeps what `context.recovery_error` held."""
+
+    def __init__(self) -> None:
+        self.seen: list[RecoveryErrorInfo | None] = []
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        self.seen.append(context.recovery_error)
+        return graceful_complete("recorded")
+
+
+class Hang(Step[int]):
+    """Never finishes by itself: sends a heartbeat every `every` seconds (none when None)."""
+
+    def __init__(self, options: StepOptions, every: float | None = None) -> None:
+        self.options = options
+        self.every = every
+
+    def get_step_options(self) -> StepOptions:
+        return self.options
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        while True:
+            await asyncio.sleep(self.every or 10**6)
+            await context.heartbeat(0)
+
+
+# --- rule 1: the timeout and failure texts client code receives are the server's ------------
+# The server's recovery error for a timeout is Temporal's (workflowProvider.go MapToRecoveryError:
+# Detail = timeoutError.Message(), "activity StartToClose timeout"); a flow that fails for good
+# reports the worker's detail (errorStatus.go ServiceErrorResponseDetail), or for a timeout the
+# Temporal error, which holds that same text (server/integ/wf_state_api_timeout_test.go).
+
+TIMEOUTS = [
+    ("StartToClose", opts(timeout=10, attempts=1), None, "ExecuteMethodTimeout of 10 s expired"),
+    ("Heartbeat", opts(heartbeat=20, attempts=1), None,
+     "no heartbeat or Stream message within HeartbeatTimeout of 20 s"),
+    ("ScheduleToClose", opts(heartbeat=60, total=30), 10, "TotalDuration of 30 s expired"),
+]
+
+
+@pytest.mark.parametrize(("kind", "options", "every", "explanation"), TIMEOUTS, ids=[k for k, *_ in TIMEOUTS])
+def test_a_timeout_s_recovery_error_is_temporal_s_and_inspect_keeps_dex_s_explanation(
+        env: DexTestEnv, kind: str, options: StepOptions, every: float | None, explanation: str) -> None:
+    record = Record()
+    result = env.run(Single(Hang(options.on_execute_failure_proceed_to(Record), every), record), 0, "f")
+    assert result.single_output(str) == "recorded"
+    assert record.seen == [RecoveryErrorInfo(detail=f"activity {kind} timeout", error_type=kind)]
+    assert step(env, "f", "Record-1")["recoveryError"] == {"errorType": kind, "detail": f"activity {kind} timeout"}
+    last = attempts(env, "f", "Hang-1")[-1]
+    assert (last["outcome"], last["errorType"], last["detail"]) == ("TIMED_OUT", kind, explanation)
+
+
+def test_a_flow_failed_by_a_raised_exception_reports_the_worker_s_detail(env: DexTestEnv) -> None:
+    result = env.run(Single(Flaky(opts(attempts=3), fail_always=True)), 0, "f")
+    assert (result.status, result.error_type) == (FlowStatus.FAILED, FlowErrorType.WORKER_API_FAILED)
+    assert result.error_message == "attempt 3 fails"
+    [failed] = [e for e in history(env, "f") if e["type"] == "StepExecuteFailed"]  # dex's account, beside it
+    assert (failed["stepExecutionId"], failed["attempt"], failed["errorType"], failed["detail"], failed["reason"]) \
+        == ("Flaky-1", 3, "builtins.RuntimeError", "attempt 3 fails", "attempts exhausted")
+    assert history(env, "f")[-1]["errorMessage"] == "attempt 3 fails"
+
+
+def test_a_flow_failed_by_a_timeout_reports_temporal_s_timeout_text(env: DexTestEnv) -> None:
+    result = env.run(Single(Hang(opts(timeout=10, attempts=2))), 0, "f")
+    assert (result.status, result.error_type) == (FlowStatus.FAILED, FlowErrorType.WORKER_API_FAILED)
+    assert result.error_message == "activity StartToClose timeout"
+    assert env.inspect("f")["summary"]["errorMessage"] == "activity StartToClose timeout"
+
+
+class BrokenWait(Step[int]):
+    """wait_for raises in every attempt (2 attempts); execute reports what it saw."""
+
+    def __init__(self, policy: WaitForFailurePolicy, timeout: bool = False) -> None:
+        self.policy = policy
+        self.timeout = timeout
+        self.seen: list[RecoveryErrorInfo | None] = []
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(wait_for_retry=RetryPolicy(maximum_attempts=2), wait_for_failure=self.policy,
+                           wait_for_method_timeout=timedelta(seconds=5) if self.timeout else None)
+
+    async def wait_for(self, context: AsyncContext, input: int) -> Wait:
+        if self.timeout:
+            await asyncio.sleep(60)
+        raise ValueError(f"cannot wait (attempt {context.attempt})")
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        self.seen.append(context.recovery_error)
+        return graceful_complete(context.wait_for_method_failed())
+
+
+def test_a_wait_for_that_fails_the_flow_reports_the_worker_s_detail(env: DexTestEnv) -> None:
+    result = env.run(Single(BrokenWait(WaitForFailurePolicy.FAIL_FLOW)), 0, "f")
+    assert (result.status, result.error_type) == (FlowStatus.FAILED, FlowErrorType.WORKER_API_FAILED)
+    assert result.error_message == "cannot wait (attempt 2)"
+
+
+# --- rule 4: a WaitFor failing with PROCEED sets context.recovery_error --------------------
+# workflowImpl.go: `conditionResults.WaitForFailed = true; executionContext.RecoveryError =
+# MapToRecoveryError(waitForMethErr)`.
+
+def test_wait_for_failing_with_proceed_gives_execute_the_recovery_error(env: DexTestEnv) -> None:
+    broken = BrokenWait(WaitForFailurePolicy.PROCEED)
+    result = env.run(Single(broken), 0, "f")
+    assert result.single_output(bool) is True
+    assert broken.seen == [RecoveryErrorInfo(detail="cannot wait (attempt 2)", error_type="builtins.ValueError")]
+    assert step(env, "f", "BrokenWait-1")["recoveryError"] == {
+        "errorType": "builtins.ValueError", "detail": "cannot wait (attempt 2)"}
+
+
+def test_wait_for_timing_out_with_proceed_gives_execute_temporal_s_timeout(env: DexTestEnv) -> None:
+    broken = BrokenWait(WaitForFailurePolicy.PROCEED, timeout=True)
+    env.run(Single(broken), 0, "f")
+    assert broken.seen == [RecoveryErrorInfo(detail="activity StartToClose timeout", error_type="StartToClose")]
