@@ -21,9 +21,12 @@ from dexcli import (
     RetryPolicy,
     Step,
     StepDecision,
+    StepMovement,
     StepOptions,
     Wait,
     WaitForFailurePolicy,
+    force_complete,
+    go_to_many,
     graceful_complete,
 )
 from dexcli.testing import DexTestEnv
@@ -146,3 +149,37 @@ def test_wait_for_timing_out_with_proceed_gives_execute_temporal_s_timeout(env: 
     broken = BrokenWait(WaitForFailurePolicy.PROCEED, timeout=True)
     env.run(Single(broken), 0, "f")
     assert broken.seen == [RecoveryErrorInfo(detail="activity StartToClose timeout", error_type="StartToClose")]
+
+
+# --- rule 3: null outputs are dropped (outputCollector.go: `utils.IsNullValue` is skipped) ---
+
+class Out(Step[int]):
+    """Completes with no value for input 0 (None as the output), else "out <input>"; forced when `force`."""
+
+    def __init__(self, force: bool = False) -> None:
+        self.force = force
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        output = None if input == 0 else f"out {input}"
+        return force_complete(output) if self.force else graceful_complete(output)
+
+
+class Fan(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to_many(StepMovement.of(Out, 0), StepMovement.of(Out, 1))
+
+
+def test_graceful_complete_none_adds_no_completion(env: DexTestEnv) -> None:
+    result = env.run(Single(Fan(), Out()), 0, "f")
+    assert result.status is FlowStatus.COMPLETED
+    assert [c.step_execution_id for c in result.completions] == ["Out-2"]
+    assert result.single_output(str) == "out 1"
+    assert [c["output"] for c in env.inspect("f")["summary"]["completions"]] == ["out 1"]
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "force"])
+def test_a_flow_completed_with_none_has_no_completions(env: DexTestEnv, force: bool) -> None:
+    result = env.run(Single(Out(force)), 0, "f")
+    assert result.status is FlowStatus.COMPLETED and result.completions == ()
+    with pytest.raises(ValueError):  # as SDK 1.23: no output, no single_output
+        result.single_output(str)

@@ -113,8 +113,11 @@ def _summary(decision: Decision, created: list[StepRecord]) -> str:
 
 def _collect(completions: str, decision: Decision, step: StepRecord) -> str | None:
     """The flow's collected outputs (a JSON list) with this decision's appended, or None when
-    it adds none. The list is extended as text: what it holds is not decoded again."""
+    it adds none. The list is extended as text: what it holds is not decoded again. A null
+    output adds none, as on a Dex server (its output collector skips null values)."""
     if not decision.has_output or decision.kind not in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
+        return None
+    if decision.output is None:
         return None
     item = json_object({"stepType": step.step_type, "stepExecutionId": step.step_execution_id,
                         "output": decision.output})
