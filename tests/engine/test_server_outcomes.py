@@ -26,6 +26,7 @@ from dexcli import (
     Wait,
     WaitForFailurePolicy,
     force_complete,
+    force_fail,
     go_to_many,
     graceful_complete,
 )
@@ -183,3 +184,25 @@ def test_a_flow_completed_with_none_has_no_completions(env: DexTestEnv, force: b
     assert result.status is FlowStatus.COMPLETED and result.completions == ()
     with pytest.raises(ValueError):  # as SDK 1.23: no output, no single_output
         result.single_output(str)
+
+
+# --- rule 10: a FAILED flow's result holds no completions (service.go WaitForFlow returns
+# results only for a run that completed) ---------------------------------------------------
+
+class Early(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to_many(StepMovement.of(Out, 7), StepMovement.of(Later, 0))
+
+
+class Later(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return force_fail("bad thing")
+
+
+def test_a_failed_flow_s_result_holds_no_completions(env: DexTestEnv) -> None:
+    result = env.run(Single(Early(), Out(), Later()), 0, "f")
+    assert (result.status, result.error_type, result.error_message) == (
+        FlowStatus.FAILED, FlowErrorType.STEP_DECISION_FAILED, "bad thing")
+    assert result.completions == ()
+    assert env.inspect("f")["summary"]["completions"] == []
+    assert step(env, "f", "Out-1")["decision"]["output"] == "out 7"  # the step's own decision stays

@@ -87,7 +87,10 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
           if_idle: bool = False) -> bool:
     """End the flow: its open steps cancelled, FlowClosed with the collected results
     (`if_idle`: only if it has no open step). A flow that has already ended is left as it is.
-    Returns whether it closed now."""
+    Only a completed run keeps its results, as a Dex server returns results only for a run
+    that succeeded. Returns whether it closed now."""
+    if closed.status is not FlowState.COMPLETED:
+        completions = "[]"
     if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions, if_idle):
         return False
     if not if_idle:
