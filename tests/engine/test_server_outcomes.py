@@ -19,6 +19,7 @@ from dexcli import (
     FlowStatus,
     RecoveryErrorInfo,
     RetryPolicy,
+    StartFlowOptions,
     Step,
     StepDecision,
     StepMovement,
@@ -31,8 +32,8 @@ from dexcli import (
     graceful_complete,
 )
 from dexcli.testing import DexTestEnv
-from tests.engine.engine_flows import Flaky, Single, opts
-from tests.engine.engine_helpers import attempts, history, step
+from tests.engine.engine_flows import Beat, Flaky, Single, opts
+from tests.engine.engine_helpers import attempts, history, rel, step
 
 
 class Record(Step[int]):
@@ -206,3 +207,25 @@ def test_a_failed_flow_s_result_holds_no_completions(env: DexTestEnv) -> None:
     assert result.completions == ()
     assert env.inspect("f")["summary"]["completions"] == []
     assert step(env, "f", "Out-1")["decision"]["output"] == "out 7"  # the step's own decision stays
+
+
+# --- rule 11: the flow timeout counts from the end of the start delay (flowTimeout.go: the
+# deadline is `provider.Now(ctx) + timeout` when the workflow first runs, after the delay) ---
+
+DELAYED = StartFlowOptions(start_delay=timedelta(seconds=100), timeout=timedelta(seconds=50))
+
+
+def test_a_step_that_ends_within_the_timeout_after_the_delay_completes(env: DexTestEnv) -> None:
+    env.client.start_flow(Single(Beat(opts(heartbeat=30), every=10, finish_after=30)), "f", 0, DELAYED)
+    assert rel(env, env.inspect("f")["summary"]["timeoutTime"]) == 150
+    assert rel(env, history(env, "f")[0]["timeoutTime"]) == 150
+    assert env.client.wait_for_flow("f").single_output(str) == "done after 3 beats"
+    assert rel(env, step(env, "f", "Beat-1")["firstAttemptTime"]) == 100
+
+
+def test_the_flow_timeout_fires_its_timeout_after_the_end_of_the_delay(env: DexTestEnv) -> None:
+    env.client.start_flow(Single(Beat(opts(heartbeat=30), every=10)), "f", 0, DELAYED)
+    result = env.client.wait_for_flow("f")
+    assert (result.error_type, result.error_message) == (FlowErrorType.FLOW_TIMEOUT, "Flow timed out after 50 seconds")
+    assert rel(env, env.inspect("f")["summary"]["closeTime"]) == 150
+    assert rel(env, step(env, "f", "Beat-1")["firstAttemptTime"]) == 100

@@ -12,7 +12,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import FlowState, StartSettings, Tx, json_object
+from dexcli.store import FlowState, StartSettings, Tx, json_object, timeout_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,8 @@ def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
     """The start options FlowStarted records (only those given)."""
     out: dict[str, Any] = {}
     if s.timeout:
-        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy, timeoutTime=iso(now + s.timeout))
+        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy,
+                   timeoutTime=iso(timeout_time(now, s.timeout, s.start_delay)))
     if s.start_delay:
         out.update(startDelay=s.start_delay, startStepEligibleTime=iso(now + s.start_delay))
     if s.id_reuse_policy not in (None, "DEFAULT"):
