@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-
 import pytest
 
 from dexcli import (
     AsyncContext,
     Context,
+    Flow,
     FlowErrorType,
     FlowStatus,
     RecoveryErrorInfo,
@@ -22,12 +22,15 @@ from dexcli import (
     StartFlowOptions,
     Step,
     StepDecision,
+    StepList,
     StepMovement,
     StepOptions,
+    Timer,
     Wait,
     WaitForFailurePolicy,
     force_complete,
     force_fail,
+    go_to,
     go_to_many,
     graceful_complete,
 )
@@ -229,3 +232,38 @@ def test_the_flow_timeout_fires_its_timeout_after_the_end_of_the_delay(env: DexT
     assert (result.error_type, result.error_message) == (FlowErrorType.FLOW_TIMEOUT, "Flow timed out after 50 seconds")
     assert rel(env, env.inspect("f")["summary"]["closeTime"]) == 150
     assert rel(env, step(env, "f", "Beat-1")["firstAttemptTime"]) == 100
+
+
+# --- rule 17: a timer fires at whole seconds, the commit time rounded down (timers/utils.go:
+# `FiringUnixTimestampSeconds: now.Unix() + durationSeconds`) ------------------------------
+
+class Pause(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        await asyncio.sleep(0.6)
+        return go_to(Remind, input)
+
+
+class Remind(Step[int]):
+    def wait_for(self, context: Context, input: int) -> Wait:
+        return Wait.until(Timer.by_duration(timedelta(seconds=input), condition_id="remind"))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(context.has_timer_fired())
+
+
+class TimerFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Pause()).other_steps(Remind())
+
+
+def test_a_timer_s_firing_time_is_its_commit_time_rounded_down_to_the_second() -> None:
+    with DexTestEnv(start=1000.0) as env:
+        env.start(TimerFlow(), 3600, "f")
+        env.drive(["f"], until=lambda: env.inspect("f")["steps"][-1]["status"] == "WAITING")
+        [waiting] = env.inspect("f")["state"]["activeStepExecutions"]
+        # committed at 1000.6: fires at 1000 + 3600, not at 4600.6
+        assert waiting["timers"][0]["firingTime"] == "1970-01-01T01:16:40.000Z"
+        assert env.client.wait_for_flow("f").single_output(bool) is True
+        [wait_for, execute] = attempts(env, "f", "Remind-1")
+        assert (wait_for["method"], wait_for["endTime"]) == ("WAIT_FOR", "1970-01-01T00:16:40.600Z")
+        assert (execute["method"], execute["startTime"]) == ("EXECUTE", "1970-01-01T01:16:40.000Z")
