@@ -20,11 +20,19 @@ TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
 
 
 def timeout_detail(kind: str, opts: ResolvedOptions) -> str:
+    """dex's account of a timeout, with the limit that expired: what `dex inspect` and the live
+    view show for the attempt (client code gets `server_timeout_detail`)."""
     if kind == "StartToClose":
         return f"ExecuteMethodTimeout of {opts.method_timeout:g} s expired"
     if kind == "Heartbeat":
         return f"no heartbeat or Stream message within HeartbeatTimeout of {opts.heartbeat_timeout:g} s"
     return f"TotalDuration of {opts.total_duration:g} s expired"
+
+
+def server_timeout_detail(kind: str) -> str:
+    """The detail a Dex server gives for a timeout, in the recovery error and the failed
+    flow's message: Temporal's timeout message (`timeoutError.Message()`)."""
+    return f"activity {kind} timeout"
 
 
 TIE_SECONDS = 1.0  # Dex limits have whole-second precision

@@ -1,9 +1,10 @@
 """A flow's timeout (StartFlowOptions.timeout, FlowTimeoutPolicy, Flow.handle_timeout) and
 the start options that go with it, as Dex applies them.
 
-The timeout is one durable time on the flow row (`timeout_at` = start + timeout): the
-scheduler's one schedule read includes it, `Engine.claim` fires what is due through
-`flow_timeout`, so it survives restarts and `--time-skip` / virtual time jump to it.
+The timeout is one durable time on the flow row (`timeout_at` = start + start delay + timeout:
+a Dex server counts it from the end of the delay): the scheduler's one schedule read includes
+it, `Engine.claim` fires what is due through `flow_timeout`, so it survives restarts and
+`--time-skip` / virtual time jump to it.
 
     FAIL     the flow FAILED with FLOW_TIMEOUT, "Flow timed out after N seconds"
     CANCEL   the flow CANCELED with the same message

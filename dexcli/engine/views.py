@@ -22,6 +22,7 @@ from dexcli.store import (
     StepState,
     Store,
     StreamRecord,
+    timeout_time,
 )
 from dexcli.store.owners import owner_alive
 
@@ -57,7 +58,8 @@ def start_options(flow: FlowRecord) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if flow.timeout:
         out.update(timeout=flow.timeout, timeoutPolicy=flow.timeout_policy,
-                   timeoutTime=iso(flow.start_time + flow.timeout), timeoutFired=flow.timeout_at is None)
+                   timeoutTime=iso(timeout_time(flow.start_time, flow.timeout, flow.start_delay)),
+                   timeoutFired=flow.timeout_at is None)
     if flow.start_delay:
         out["startDelay"] = flow.start_delay
     if flow.id_reuse_policy not in (None, "DEFAULT"):

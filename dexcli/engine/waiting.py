@@ -158,9 +158,11 @@ def _consume(tx: Tx, flow_id: str, wait: dict[str, Any], sel: w.Selection, count
 
 
 def _queue_execute(tx: Tx, step: StepRecord, results: dict[str, Any], definitions: Definitions, now: float,
-                   owner: str | None, wait_for_failed: bool = False) -> Woken | None:
+                   owner: str | None, wait_for_failed: bool = False,
+                   recovery_error: dict[str, str] | None = None) -> Woken | None:
     opts = ResolvedOptions.from_json(step.options)
-    if not tx.ready_step(step, json.dumps(results), now, now + opts.total_duration, wait_for_failed):
+    rec = json.dumps(recovery_error) if recovery_error is not None else None
+    if not tx.ready_step(step, json.dumps(results), now, now + opts.total_duration, wait_for_failed, rec):
         return None
     leased = None
     if owner is not None:
@@ -188,11 +190,13 @@ def wake_flow(tx: Tx, flow_id: str, definitions: Definitions, now: float, owner:
     return [x for x in woken if x is not None]
 
 
-def proceed_after_wait_failure(tx: Tx, step: StepRecord, definitions: Definitions, now: float) -> str:
+def proceed_after_wait_failure(tx: Tx, step: StepRecord, definitions: Definitions, now: float,
+                               recovery_error: dict[str, str]) -> str:
     """wait_for failed for good under WaitForFailurePolicy.PROCEED: execute runs anyway, with
-    `wait_for_method_failed()` true. Returns the step execution id."""
+    `wait_for_method_failed()` true and the wait_for's error as `context.recovery_error` (as
+    the server sets it). Returns the step execution id."""
     _queue_execute(tx, step, {"selected": [], "timersFired": [], "conditions": []}, definitions, now, None,
-                   wait_for_failed=True)
+                   wait_for_failed=True, recovery_error=recovery_error)
     return step.step_execution_id
 
 

@@ -1,8 +1,8 @@
 """A step's Wait, as persisted and as evaluated. Pure: no database, no clock of its own.
 
 `persist` turns the Wait a `wait_for` returned into its JSON form, with each timer's absolute
-firing time. `evaluate` decides, from the queued message counts and `now`, whether the wait is
-ready and what it selects and consumes:
+firing time (whole seconds, as a Dex server fixes it). `evaluate` decides, from the queued
+message counts and `now`, whether the wait is ready and what it selects and consumes:
 
   all_of               every condition is ready; all of them are selected
   any_of               the first ready condition in canonical order (Timers, then Channels,
@@ -17,6 +17,7 @@ up to `at_most` (none: all). Conditions of one group on the same queue count in 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,9 +101,10 @@ def _add(flat: _Flat, c: Condition, channels: dict[str, Any], now: float) -> int
     index = len(flat.conditions)
     if isinstance(c, TimerCondition):
         seconds = c.duration.total_seconds()
+        # whole seconds, as a Dex server fixes it: the commit time rounded down, plus the duration
         flat.conditions.append({"index": index, "kind": TIMER, "conditionId": c.condition_id,
-                                "timerIndex": flat.timers, "duration": seconds, "firingTime": now + seconds,
-                                "skipped": False})
+                                "timerIndex": flat.timers, "duration": seconds,
+                                "firingTime": math.floor(now) + seconds, "skipped": False})
         flat.timers += 1
     elif isinstance(c, ChannelCondition):
         flat.conditions.append(_channel(index, c, channels))

@@ -18,10 +18,10 @@ from dexcli.store.records import (
 )
 from dexcli.store.store import Store
 from dexcli.store.tx import Tx, json_object
-from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings
+from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings, timeout_time
 
 __all__ = [
     "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
     "HistoryRecord", "Method", "Runnable", "Schedule", "Skipped", "StartSettings", "Store", "StoreError", "StepRecord",
-    "StepState", "StreamRecord", "Tx", "json_object",
+    "StepState", "StreamRecord", "Tx", "json_object", "timeout_time",
 ]

@@ -20,6 +20,12 @@ from dexcli.store.records import FLOW_COLUMNS
 ARCHIVE_SEPARATOR = "$"
 
 
+def timeout_time(start_time: float, timeout: float | None, start_delay: float | None) -> float | None:
+    """When a run's flow timeout fires: `timeout` after its start delay has passed, as a Dex
+    server counts it from when the run's code first runs (flowTimeout.go), not from the start."""
+    return start_time + (start_delay or 0.0) + timeout if timeout else None
+
+
 @dataclass(frozen=True, slots=True)
 class StartSettings:
     """A run's start options, as stored (seconds; policies by name)."""
@@ -41,9 +47,9 @@ class RunStatements:
     c: sqlite3.Connection
 
     def set_start_settings(self, flow_id: str, settings: StartSettings, start_time: float) -> None:
-        """Record a new run's start options; its timeout fires at start_time + timeout."""
+        """Record a new run's start options; its timeout fires `timeout` after the start delay."""
         s = settings
-        timeout_at = start_time + s.timeout if s.timeout else None
+        timeout_at = timeout_time(start_time, s.timeout, s.start_delay)
         self.c.execute(
             "UPDATE flows SET timeout = ?, timeout_policy = ?, timeout_at = ?, timeout_handler_options = ?, "
             "start_delay = ?, id_reuse_policy = ? WHERE flow_id = ?",

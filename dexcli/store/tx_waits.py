@@ -40,16 +40,18 @@ class WaitStatements:
                        "AND status = 'WAITING'", (wait, next_at, flow_id, seid))
 
     def ready_step(self, step: StepRecord, condition_results: str, now: float, total_deadline: float,
-                   wait_for_failed: bool = False) -> bool:
+                   wait_for_failed: bool = False, recovery_error: str | None = None) -> bool:
         """The wait is over (or wait_for failed and the policy proceeds): the execute method is
-        queued, its attempts counted from here and its TotalDuration from now."""
+        queued, its attempts counted from here and its TotalDuration from now. A
+        `recovery_error` (the failed wait_for's) replaces the step's."""
         cur = self.c.execute(
             "UPDATE steps SET status = 'QUEUED', method = 'EXECUTE', method_base = attempt, "
             "condition_results = ?, wait_ended = ?, scheduled_at = ?, first_attempt_at = NULL, "
-            "next_attempt_at = ?, total_deadline = ?, lease_owner = NULL, wait_for_failed = ? "
+            "next_attempt_at = ?, total_deadline = ?, lease_owner = NULL, wait_for_failed = ?, "
+            "recovery_error = COALESCE(?, recovery_error) "
             "WHERE flow_id = ? AND step_execution_id = ? AND status = ? AND attempt = ?",
-            (condition_results, now, now, now, total_deadline, int(wait_for_failed), step.flow_id,
-             step.step_execution_id, step.status.value, step.attempt))
+            (condition_results, now, now, now, total_deadline, int(wait_for_failed), recovery_error,
+             step.flow_id, step.step_execution_id, step.status.value, step.attempt))
         return bool(cur.rowcount == 1)
 
     def set_locals(self, flow_id: str, seid: str, locals_json: str) -> None:

@@ -143,7 +143,7 @@ def test_job_longer_than_max_wait_reports_start_to_close(trials):
     r = trials["job-15m"]
     why = r["run"].describe()
     assert r["inspect"]["summary"]["errorMessage"].startswith(
-        "waiting for job job-15m failed: StartToClose: ExecuteMethodTimeout of 600 s expired"), why
+        "waiting for job job-15m failed: StartToClose: activity StartToClose timeout"), why
     atts = _steps(r)["AwaitJob-1"]["attempts"]
     assert [(a["outcome"], a["errorType"]) for a in atts] == [("TIMED_OUT", "StartToClose")], why
 

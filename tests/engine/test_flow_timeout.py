@@ -12,6 +12,7 @@ import pytest
 
 from dexcli import Context, StepDecision, dead_end
 from dexcli.engine import transitions as t
+from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_timeout import fire_due, flow_timeout
 from dexcli.engine.id_reuse import allows
@@ -60,19 +61,22 @@ def test_a_start_delay_queues_the_start_step_at_its_end(store: Store, defs: Defi
 
 def test_the_timeout_is_in_the_schedule_and_fires_once_when_due(store: Store, defs: Definitions) -> None:
     started(store, defs, StartSettings(timeout=60, timeout_policy="FAIL", start_delay=3600))
-    assert store.schedule(None, "me").due == T0 + 60  # before the delayed start step
+    # the timeout counts from the end of the start delay, as on a Dex server
+    assert flow(store).timeout_at == T0 + 3660
+    assert store.schedule(None, "me").due == T0 + 3600  # the delayed start step comes first
+    assert events(store)[0][1]["timeoutTime"] == iso(T0 + 3660)
     with store.tx() as tx:
-        assert flow_timeout(tx, "f", T0 + 59, defs) is None  # not due yet: nothing written
+        assert flow_timeout(tx, "f", T0 + 3659, defs) is None  # not due yet: nothing written
     with store.tx() as tx:
-        fired = fire_due(tx, T0 + 60, None, defs)
+        fired = fire_due(tx, T0 + 3660, None, defs)
     assert [(x.policy, x.closed and x.closed.error_type) for x in fired] == [("FAIL", "FLOW_TIMEOUT")]
     f = flow(store)
     assert (f.status, f.error_message, f.timeout_at, f.close_time) == \
-        (FlowState.FAILED, "Flow timed out after 60 seconds", None, T0 + 60)
-    assert [s.status for s in steps(store).values()] == [StepState.CANCELED]
+        (FlowState.FAILED, "Flow timed out after 60 seconds", None, T0 + 3660)
+    assert [s.status for s in steps(store).values()] == [StepState.CANCELED]  # the start step, never leased
     assert [e for e, _ in events(store)] == ["FlowStarted", "FlowTimedOut", "FlowClosed"]
     with store.tx() as tx:
-        assert fire_due(tx, T0 + 120, None, defs) == []
+        assert fire_due(tx, T0 + 7200, None, defs) == []
 
 
 def test_cancel_closes_canceled(store: Store, defs: Definitions) -> None:

@@ -55,4 +55,6 @@ def test_fail_flow_fails_the_flow_once_wait_for_is_exhausted() -> None:
     with DexTestEnv(start=0.0) as env:
         result = env.run(BrokenFlow(WaitForFailurePolicy.FAIL_FLOW), 1, "f")
         assert result.status is FlowStatus.FAILED
-        assert "wait_for failed after 2 attempts" in (result.error_message or "")
+        assert result.error_message == "wait_for attempt 2 cannot build its Wait"  # the worker's detail
+        [failed] = [e for e in env.inspect("f")["history"] if e["type"] == "StepWaitForFailed"]
+        assert (failed["attempt"], failed["reason"]) == (2, "attempts exhausted")

@@ -12,7 +12,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import FlowState, StartSettings, Tx, json_object
+from dexcli.store import FlowState, StartSettings, Tx, json_object, timeout_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,8 @@ def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
     """The start options FlowStarted records (only those given)."""
     out: dict[str, Any] = {}
     if s.timeout:
-        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy, timeoutTime=iso(now + s.timeout))
+        out.update(timeout=s.timeout, timeoutPolicy=s.timeout_policy,
+                   timeoutTime=iso(timeout_time(now, s.timeout, s.start_delay)))
     if s.start_delay:
         out.update(startDelay=s.start_delay, startStepEligibleTime=iso(now + s.start_delay))
     if s.id_reuse_policy not in (None, "DEFAULT"):
@@ -91,7 +92,10 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
           if_idle: bool = False) -> bool:
     """End the flow: its open steps cancelled, FlowClosed with the collected results
     (`if_idle`: only if it has no open step). A flow that has already ended is left as it is.
-    Returns whether it closed now."""
+    Only a completed run keeps its results, as a Dex server returns results only for a run
+    that succeeded. Returns whether it closed now."""
+    if closed.status is not FlowState.COMPLETED:
+        completions = "[]"
     if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions, if_idle):
         return False
     if not if_idle:

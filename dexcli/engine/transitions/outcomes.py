@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.engine.deadlines import earliest_deadline, iso, timeout_detail
+from dexcli.engine.deadlines import TIMEOUT_ORDER, earliest_deadline, iso, server_timeout_detail, timeout_detail
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
@@ -112,8 +112,11 @@ def _summary(decision: Decision, created: list[StepRecord]) -> str:
 
 def _collect(completions: str, decision: Decision, step: StepRecord) -> str | None:
     """The flow's collected outputs (a JSON list) with this decision's appended, or None when
-    it adds none. The list is extended as text: what it holds is not decoded again."""
+    it adds none. The list is extended as text: what it holds is not decoded again. A null
+    output adds none, as on a Dex server (its output collector skips null values)."""
     if not decision.has_output or decision.kind not in (DecisionKind.GRACEFUL_COMPLETE, DecisionKind.FORCE_COMPLETE):
+        return None
+    if decision.output is None:
         return None
     item = json_object({"stepType": step.step_type, "stepExecutionId": step.step_execution_id,
                         "output": decision.output})
@@ -144,6 +147,17 @@ class Failure:
     delay_override: float | None = None  # retry_after
     fatal: bool = False  # retrying cannot help: the flow fails with INVALID_USER_FLOW_CODE
     stack_trace: str | None = None  # the user code's traceback, innermost frame first
+
+    @property
+    def server_detail(self) -> str:
+        """The detail client code gets, as a Dex server words it: the worker's own for a raised
+        exception, Temporal's for a timeout (`detail` keeps dex's account for inspect)."""
+        return server_timeout_detail(self.error_type) if self.error_type in TIMEOUT_ORDER else self.detail
+
+    @property
+    def recovery_error(self) -> dict[str, str]:
+        """The RecoveryErrorInfo a recovery route, or execute after a WaitFor that PROCEEDs, reads."""
+        return {"detail": self.server_detail, "error_type": self.error_type}
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +198,7 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
         from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
         tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         _failed_event(tx, step, f, why, None)
-        proceed_after_wait_failure(tx, step, definitions, now)
+        proceed_after_wait_failure(tx, step, definitions, now, f.recovery_error)
         return Failed(False, reason=why)
     if not tx.fail_step(step.flow_id, seid, owner, attempt, f.at):
         raise Fenced()
@@ -195,14 +209,10 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     _failed_event(tx, step, f, why, recovery_id)
     if recovery_id is not None:
         return Failed(False, reason=why, recovery_step_execution_id=recovery_id)
-    tries_text = f"{step.method_attempt} attempt{'s' if step.method_attempt != 1 else ''}"
-    method = "wait_for" if step.method is Method.WAIT_FOR else ""
     if f.fatal:
         closed = Closed(FlowState.FAILED, "INVALID_USER_FLOW_CODE", f"{seid}: {f.detail}")
-    else:
-        closed = Closed(FlowState.FAILED, "WORKER_API_FAILED",
-                        f"{seid}{' ' + method if method else ''} failed after {tries_text} "
-                        f"({why}): {f.error_type}: {f.detail}")
+    else:  # which step failed, after how many attempts and why: StepExecuteFailed, beside it
+        closed = Closed(FlowState.FAILED, "WORKER_API_FAILED", f.server_detail)
     close(tx, step.flow_id, f.at, closed)
     return Failed(False, reason=why, closed=closed)
 
@@ -227,7 +237,7 @@ def _recover(tx: Tx, flow_type: str, flow_ref: str | None, step: StepRecord, opt
     nxt = NextStep(spec, step.input or "null", rec_opts)
     numbers = tx.next_step_number(step.flow_id, spec.step_type)
     return queue_step(tx, step.flow_id, nxt, step.step_execution_id, f.at, numbers,
-                       recovery_error={"detail": f.detail, "error_type": f.error_type}).step_execution_id
+                       recovery_error=f.recovery_error).step_execution_id
 
 
 def reap(tx: Tx, seen: StepRecord, definitions: Definitions, now: float) -> tuple[Failure, Failed] | None:
