@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -413,6 +413,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
     3: (),  # 4 adds partial indexes for the scheduler (schema.sql creates them)
+    4: (),  # 5 adds attribute_snapshots (schema.sql creates it)
 }
 
 

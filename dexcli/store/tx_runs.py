@@ -77,7 +77,7 @@ class RunStatements:
         self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}) SELECT {select} FROM flows WHERE flow_id = ?",
                        (archived, flow_id))
         for table in ("steps", "attempts", "history", "channel_messages", "attributes", "search_attributes",
-                      "attribute_locks"):
+                      "attribute_locks", "attribute_snapshots"):
             self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
         self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
         return archived

@@ -39,6 +39,7 @@ from dexcli.engine.transitions.steps import (
     Leased,
     NextStep,
     Outputs,
+    end_call,
     give_back,
     heartbeat,
     lease,
@@ -47,7 +48,6 @@ from dexcli.engine.transitions.steps import (
     queue_step,
     release,
     release_left,
-    unlock,
 )
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "Started",
     "close",
     "complete",
+    "end_call",
     "fail",
     "give_back",
     "heartbeat",
@@ -78,5 +79,4 @@ __all__ = [
     "release_left",
     "start",
     "stop",
-    "unlock",
 ]
