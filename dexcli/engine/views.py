@@ -247,7 +247,7 @@ class Locks:
         self.holders = {key: holder for key, holder, _, _ in rows}
 
     def of_step(self, s: StepRecord) -> dict[str, Any]:
-        """`locksHeld` (the keys its running attempt holds) and `waitingForLock` ({key, holder}
+        """`locksHeld` (the keys its method call holds, backoff included) and `waitingForLock` ({key, holder}
         while it is queued behind a lock; holder None: just released, it is taken next)."""
         seid = s.step_execution_id
         held = [key for key, holder, _, _ in self.rows if holder == seid]

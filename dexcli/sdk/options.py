@@ -225,7 +225,8 @@ def resolve_wait_options(opts: StepOptions) -> ResolvedOptions:
     p = (opts.wait_for_retry or RetryPolicy()).resolved()
     assert p.initial_interval and p.maximum_interval and p.total_duration
     return ResolvedOptions(
-        method_timeout=timeout, heartbeat_timeout=opts.heartbeat_timeout_seconds(), initial_interval=p.initial_interval.total_seconds(),
+        method_timeout=timeout, heartbeat_timeout=opts.heartbeat_timeout_seconds(),
+        initial_interval=p.initial_interval.total_seconds(),
         backoff_coefficient=p.backoff_coefficient, maximum_interval=p.maximum_interval.total_seconds(),
         maximum_attempts=p.maximum_attempts, total_duration=p.total_duration.total_seconds(),
         durability=opts.wait_for_durability.name, wait_for_failure=opts.wait_for_failure.name,

@@ -16,9 +16,9 @@ from dexcli.engine.transitions.steps import (
     Fenced,
     Leased,
     NextStep,
+    end_call,
     leased,
     method_options,
-    end_call,
     queue_step,
 )
 from dexcli.sdk.decisions import DecisionKind
