@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS steps (
     options           TEXT NOT NULL,     -- resolved limits and retry policy (JSON)
     status            TEXT NOT NULL,     -- QUEUED RUNNING BACKOFF COMPLETED FAILED CANCELED
     attempt           INTEGER NOT NULL DEFAULT 0,  -- current or last attempt, 1-based
-    scheduled_at      REAL NOT NULL,     -- TotalDuration counts from here
+    scheduled_at      REAL NOT NULL,     -- TotalDuration counts from here (a locked method's: from its locks)
     first_attempt_at  REAL,
     next_attempt_at   REAL,              -- runnable from (QUEUED/BACKOFF)
     lease_owner       TEXT,              -- process running the attempt
@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS steps (
     last_heartbeat_time REAL,
     heartbeat_deadline REAL,             -- lease: last heartbeat + HeartbeatTimeout
     attempt_deadline  REAL,              -- attempt start + ExecuteMethodTimeout
-    total_deadline    REAL,              -- scheduled_at + TotalDuration
+    total_deadline    REAL,              -- scheduled_at (or when its locks were taken) + TotalDuration
     heartbeat_value   TEXT,              -- checkpoint (JSON), when has_heartbeat_value
     has_heartbeat_value INTEGER NOT NULL DEFAULT 0,
     recovery_error    TEXT,              -- {"errorType","detail"} for a recovery step
