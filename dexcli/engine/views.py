@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dexcli.engine.deadlines import earliest_deadline, iso
+from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -134,7 +134,7 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float, locks: Locks
     if s.status in (StepState.BACKOFF, StepState.QUEUED):
         out["nextAttemptTime"] = iso(s.next_attempt_at)
         out["secondsToNextAttempt"] = round((s.next_attempt_at or now) - now, 3)
-        out["secondsTotalLeft"] = round(s.total_deadline - now, 3)
+        out["secondsTotalLeft"] = round(total_left(s, now), 3)
     return out
 
 

@@ -146,16 +146,29 @@ def test_a_step_waiting_for_the_lock_does_not_run_between_another_steps_attempts
 
 # ------------------------------------------------------------------ rule 7: TotalDuration from the lock grant
 def test_total_duration_starts_when_the_lock_is_granted() -> None:
-    """ShortBudget (20 s TotalDuration) waits 50 s for HoldsLock50s's lock; then its first
-    attempt fails and its retry 5 s later completes: the budget counts from the lock (at 50 s),
-    and no attempt ends before it starts."""
+    """ShortBudget (20 s TotalDuration) waits for HoldsLock50s's lock (80 s: the first drive's
+    end, at 30 s, interrupts the holder, which runs again) and shows its whole budget left while
+    it waits; then its first attempt fails and its retry 5 s later completes: the budget counts
+    from the lock, and no attempt ends before it starts."""
     with DexTestEnv(start=0.0) as env:
-        result = env.run(MethodCallFlow(), ["holds", "short"], "f")
+        env.start(MethodCallFlow(), ["holds", "short"], "f")
+        waiting: list[dict[str, Any]] = []
+
+        def at_30() -> bool:  # ShortBudget waits for the lock: none of its budget is spent
+            if env.clock.now() >= 30:
+                waiting.append(_step(env, "f", "ShortBudget-1"))
+            return bool(waiting)
+
+        env.drive(["f"], until=at_30)
+        assert waiting[0]["waitingForLock"] == {"key": "counter", "holder": "HoldsLock50s-1"}
+        assert waiting[0]["secondsTotalLeft"] == 20
+        result = env.client.wait_for_flow("f")
         assert result.status is FlowStatus.COMPLETED, result.error_message
         short = _step(env, "f", "ShortBudget-1")
         tries = short["attempts"]
         assert [a["outcome"] for a in tries] == ["FAILED", "COMPLETED"]
-        assert tries[0]["startTime"] == "1970-01-01T00:00:50.000Z"
+        holds = _step(env, "f", "HoldsLock50s-1")["attempts"]  # its attempt the drive's end interrupted, then its rerun
+        assert tries[0]["startTime"] == holds[-1]["endTime"] == "1970-01-01T00:01:20.000Z"
         assert all(a["endTime"] >= a["startTime"] for a in tries)
         assert result.completions[-1].output == "in budget"
 

@@ -15,6 +15,7 @@ and the caller's transaction is rolled back.
     stop       a client's cancel / terminate / fail
     close      the flow's end: open steps cancelled, FlowClosed"""
 
+from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
@@ -44,7 +45,6 @@ from dexcli.engine.transitions.steps import (
     heartbeat,
     lease,
     leased,
-    method_options,
     queue_step,
     release,
     release_left,

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.engine.deadlines import earliest_deadline, iso, timeout_detail
+from dexcli.engine.deadlines import earliest_deadline, iso, method_options, timeout_detail
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
@@ -18,7 +18,6 @@ from dexcli.engine.transitions.steps import (
     NextStep,
     end_call,
     leased,
-    method_options,
     queue_step,
 )
 from dexcli.sdk.decisions import DecisionKind

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dexcli.engine.deadlines import method_options
 from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
@@ -67,13 +68,6 @@ def end_call(tx: Tx, step: StepRecord, now: float) -> None:
     if method_options(step).locks:
         tx.release_locks(step.flow_id, step.step_execution_id, now)
     tx.forget_call_snapshot(step.flow_id, step.step_execution_id)
-
-
-def method_options(step: StepRecord) -> ResolvedOptions:
-    """The limits of the method the step's attempts run now (wait_for's, or execute's)."""
-    if step.method is Method.WAIT_FOR and step.wait_options is not None:
-        return ResolvedOptions.from_json(step.wait_options)
-    return ResolvedOptions.from_json(step.options)
 
 
 @dataclass(frozen=True, slots=True)
