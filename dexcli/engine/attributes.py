@@ -3,7 +3,8 @@
 `AttributeView` is one handler call's view: the snapshot read when it started (plain
 attributes, and the map instances it loads) plus its own staged writes, which it reads back.
 `apply_writes` commits staged writes in the handler's result transaction and keeps the search
-index of indexed attributes in step.
+index of indexed attributes in step, and first what they overwrite for the step executions in
+a method call (their retries read the attributes as the call began: `Tx.keep_call_snapshots`).
 """
 
 from __future__ import annotations
@@ -98,9 +99,12 @@ def initial_attributes(definition: FlowDefinition, options: Any) -> dict[str, At
 
 
 # ------------------------------------------------------------------------------ commit ------
-def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: float) -> dict[str, Any]:
-    """Commit staged writes (and their index rows); returns {key: value or None} for history."""
+def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: float,
+                 writer: str | None = None) -> dict[str, Any]:
+    """Commit staged writes (and their index rows) of `writer` (a step execution, or None);
+    returns {key: value or None} for history."""
     upserts: dict[str, Any] = {}
+    tx.keep_call_snapshots(flow_id, list(writes), writer)
     for w in writes.values():
         if w.value is None:
             tx.delete_attribute(flow_id, w.key)

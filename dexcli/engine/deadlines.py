@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dexcli.sdk.options import ResolvedOptions
+from dexcli.sdk.options import ResolvedOptions
+from dexcli.store import Method, StepRecord
 
 
 def iso(t: float | None) -> str | None:
@@ -17,6 +16,23 @@ def iso(t: float | None) -> str | None:
 
 
 TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
+
+
+def method_options(step: StepRecord) -> ResolvedOptions:
+    """The limits of the method the step's attempts run now (wait_for's, or execute's)."""
+    if step.method is Method.WAIT_FOR and step.wait_options is not None:
+        return ResolvedOptions.from_json(step.wait_options)
+    return ResolvedOptions.from_json(step.options)
+
+
+def total_left(step: StepRecord, now: float) -> float:
+    """Seconds of TotalDuration left to a step's method. A method that takes locks and has not
+    begun has all of it: its TotalDuration counts from when it gets them."""
+    if step.attempt == step.method_base:
+        opts = method_options(step)
+        if opts.locks:
+            return opts.total_duration
+    return step.total_deadline - now
 
 
 def timeout_detail(kind: str, opts: ResolvedOptions) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dexcli.engine.deadlines import earliest_deadline, iso
+from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -136,7 +136,7 @@ def _step(s: StepRecord, attempts: list[AttemptRecord], now: float, locks: Locks
     if s.status in (StepState.BACKOFF, StepState.QUEUED):
         out["nextAttemptTime"] = iso(s.next_attempt_at)
         out["secondsToNextAttempt"] = round((s.next_attempt_at or now) - now, 3)
-        out["secondsTotalLeft"] = round(s.total_deadline - now, 3)
+        out["secondsTotalLeft"] = round(total_left(s, now), 3)
     return out
 
 
@@ -249,7 +249,7 @@ class Locks:
         self.holders = {key: holder for key, holder, _, _ in rows}
 
     def of_step(self, s: StepRecord) -> dict[str, Any]:
-        """`locksHeld` (the keys its running attempt holds) and `waitingForLock` ({key, holder}
+        """`locksHeld` (the keys its method call holds, backoff included) and `waitingForLock` ({key, holder}
         while it is queued behind a lock; holder None: just released, it is taken next)."""
         seid = s.step_execution_id
         held = [key for key, holder, _, _ in self.rows if holder == seid]

@@ -24,7 +24,7 @@ from dexcli.engine import waits as w
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, lease, unlock
+from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, end_call, lease
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
@@ -100,9 +100,9 @@ def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any],
                         locals_json):
         raise Fenced()
     tx.end_attempt(key.flow_id, key.seid, key.attempt, key.owner, now, AttemptOutcome.COMPLETED)
-    unlock(tx, step, now)
+    end_call(tx, step, now)
     if effects.attributes:
-        apply_writes(tx, key.flow_id, effects.attributes, now)
+        apply_writes(tx, key.flow_id, effects.attributes, now, key.seid)
     if effects.publishes:
         publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
     fresh = tx.get_step(key.flow_id, key.seid)
@@ -274,7 +274,7 @@ def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, 
     the flow's waits re-evaluated. One transaction: all of it or (fenced) nothing."""
     if effects.publishes:
         publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
-    upserts = apply_writes(tx, key.flow_id, effects.attributes, now) if effects.attributes else None
+    upserts = apply_writes(tx, key.flow_id, effects.attributes, now, key.seid) if effects.attributes else None
     flow_wide, siblings = decision.cancels
     canceled = cancel(tx, key.flow_id, set(flow_wide), step, set(siblings), {key.seid}, now) \
         if flow_wide or siblings else []

@@ -218,13 +218,15 @@ def resolve_options(opts: StepOptions, where: str, failure_step: str | None = No
 
 def resolve_wait_options(opts: StepOptions) -> ResolvedOptions:
     """The limits of a step's wait_for method: its own timeout and retry policy (Dex's
-    defaults otherwise) and what happens once it is exhausted (FAIL_FLOW or PROCEED). wait_for
-    does not heartbeat: its heartbeat window is its method timeout."""
+    defaults otherwise) and what happens once it is exhausted (FAIL_FLOW or PROCEED). Its
+    heartbeat window is the step's heartbeat_timeout, as for execute: the server sets it on the
+    wait_for activity too, and a wait_for may yield heartbeats."""
     timeout = (opts.wait_for_method_timeout or DEFAULT_METHOD_TIMEOUT).total_seconds()
     p = (opts.wait_for_retry or RetryPolicy()).resolved()
     assert p.initial_interval and p.maximum_interval and p.total_duration
     return ResolvedOptions(
-        method_timeout=timeout, heartbeat_timeout=timeout, initial_interval=p.initial_interval.total_seconds(),
+        method_timeout=timeout, heartbeat_timeout=opts.heartbeat_timeout_seconds(),
+        initial_interval=p.initial_interval.total_seconds(),
         backoff_coefficient=p.backoff_coefficient, maximum_interval=p.maximum_interval.total_seconds(),
         maximum_attempts=p.maximum_attempts, total_duration=p.total_duration.total_seconds(),
         durability=opts.wait_for_durability.name, wait_for_failure=opts.wait_for_failure.name,

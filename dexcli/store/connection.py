@@ -419,10 +419,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN id_reuse_policy TEXT",
     ),
     3: (),  # 4 adds partial indexes for the scheduler (schema.sql creates them)
-    # 5: the running attempt (and the one that completed its step) lives on the step's row, the
-    # others in ended_attempts (the view `attempts` reads both: store/attempt_rows.py); history
-    # is keyed by flow (flows.num); RUNNING steps leave steps_open. history is set aside here,
-    # schema.sql creates it anew, and REBUILT copies its rows over.
+    # 5 adds attribute_snapshots (schema.sql creates it). The running attempt (and the one that
+    # completed its step) lives on the step's row, the others in ended_attempts (the view
+    # `attempts` reads both: store/attempt_rows.py); history is keyed by flow (flows.num);
+    # RUNNING steps leave steps_open. history is set aside here, schema.sql creates it anew,
+    # and REBUILT copies its rows over.
     4: (
         "ALTER TABLE steps ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE steps ADD COLUMN stream_writes INTEGER NOT NULL DEFAULT 0",

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS steps (
     options           TEXT NOT NULL,     -- resolved limits and retry policy (JSON)
     status            TEXT NOT NULL,     -- QUEUED RUNNING BACKOFF COMPLETED FAILED CANCELED
     attempt           INTEGER NOT NULL DEFAULT 0,  -- current or last attempt, 1-based
-    scheduled_at      REAL NOT NULL,     -- TotalDuration counts from here
+    scheduled_at      REAL NOT NULL,     -- TotalDuration counts from here (a locked method's: from its locks)
     first_attempt_at  REAL,
     next_attempt_at   REAL,              -- runnable from (QUEUED/BACKOFF)
     lease_owner       TEXT,              -- process running the attempt
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS steps (
     last_heartbeat_time REAL,
     heartbeat_deadline REAL,             -- lease: last heartbeat + HeartbeatTimeout
     attempt_deadline  REAL,              -- attempt start + ExecuteMethodTimeout
-    total_deadline    REAL,              -- scheduled_at + TotalDuration
+    total_deadline    REAL,              -- scheduled_at (or when its locks were taken) + TotalDuration
     heartbeat_value   TEXT,              -- checkpoint (JSON), when has_heartbeat_value
     has_heartbeat_value INTEGER NOT NULL DEFAULT 0,
     recovery_error    TEXT,              -- {"errorType","detail"} for a recovery step
@@ -183,8 +183,8 @@ CREATE INDEX IF NOT EXISTS search_by_text ON search_attributes(key, text, flow_i
 CREATE INDEX IF NOT EXISTS search_by_num  ON search_attributes(key, num, flow_id) WHERE num IS NOT NULL;
 CREATE INDEX IF NOT EXISTS search_by_flow ON search_attributes(flow_id, attr_key);
 
--- Attribute locks: held by a step execution while its attempt runs, or by an RPC until it
--- commits (or `expires`, if its process died).
+-- Attribute locks: held by a step execution for its whole method call (backoffs included),
+-- or by an RPC until it commits (or `expires`, if its process died).
 CREATE TABLE IF NOT EXISTS attribute_locks (
     flow_id   TEXT NOT NULL,
     key       TEXT NOT NULL,
@@ -192,6 +192,19 @@ CREATE TABLE IF NOT EXISTS attribute_locks (
     acquired  REAL NOT NULL,
     expires   REAL,                       -- RPC locks only
     PRIMARY KEY (flow_id, key)
+);
+
+-- What a write overwrote, for each step execution then in a method call (once per key and
+-- call): its retries read the attributes as they were when the call began. Deleted when the
+-- call ends, or the flow closes.
+CREATE TABLE IF NOT EXISTS attribute_snapshots (
+    flow_id           TEXT NOT NULL,
+    step_execution_id TEXT NOT NULL,
+    key               TEXT NOT NULL,
+    name              TEXT,               -- NULL with value: the key did not exist
+    instance          TEXT,
+    value             TEXT,
+    PRIMARY KEY (flow_id, step_execution_id, key)
 );
 
 -- Small state an example owns (the polling example's simulated jobs).

@@ -162,16 +162,16 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         return None if row is None else step_record(row, db_of(self.c))
 
     def lease_step(self, step: StepRecord, owner: str, now: float, heartbeat_deadline: float,
-                   attempt_deadline: float) -> bool:
+                   attempt_deadline: float, total_deadline: float | None = None) -> bool:
         """Start the next attempt of a queued or backing-off step for `owner`, if the step is
-        still as `step` saw it."""
+        still as `step` saw it (`total_deadline`: its TotalDuration starts now)."""
         cur = self.c.execute(
             "UPDATE steps SET status = 'RUNNING', attempt = ?, lease_owner = ?, attempt_started_at = ?, "
             "first_attempt_at = COALESCE(first_attempt_at, ?), last_heartbeat_time = NULL, heartbeats = 0, "
-            "stream_writes = 0, "
-            "heartbeat_deadline = ?, attempt_deadline = ?, next_attempt_at = NULL "
+            "stream_writes = 0, heartbeat_deadline = ?, attempt_deadline = ?, "
+            "total_deadline = COALESCE(?, total_deadline), next_attempt_at = NULL "
             "WHERE flow_id = ? AND step_execution_id = ? AND status = ? AND attempt = ?",
-            (step.attempt + 1, owner, now, now, heartbeat_deadline, attempt_deadline,
+            (step.attempt + 1, owner, now, now, heartbeat_deadline, attempt_deadline, total_deadline,
              step.flow_id, step.step_execution_id, step.status.value, step.attempt))
         return bool(cur.rowcount == 1)
 

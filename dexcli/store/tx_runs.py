@@ -85,7 +85,7 @@ class RunStatements:
         self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}, num) SELECT {select}, ? FROM flows WHERE flow_id = ?",
                        (archived, new, flow_id))
         for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes",
-                      "attribute_locks"):
+                      "attribute_locks", "attribute_snapshots"):
             self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
         # its history moves to the archived row's range of keys (see schema.sql)
         self.c.execute("UPDATE history SET flow_id = ?, seq = seq + ? WHERE seq > ? AND seq < ?",

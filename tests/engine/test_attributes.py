@@ -77,12 +77,18 @@ def test_an_rpc_whose_lock_is_held_fails_at_once() -> None:
         assert seen["read"] == 0  # unlocked reads are not refused
 
 
-def test_an_interrupted_attempt_holds_no_lock() -> None:
-    """A step's lock is held only while its attempt runs: once a clean stop (Ctrl-C) ends the
-    attempt INTERRUPTED, an RPC takes the lock without waiting for the flow's resume."""
+def _outcomes_of_step(env: DexTestEnv, flow_id: str, seid: str) -> list[str]:
+    return [a["outcome"] for s in env.inspect(flow_id)["steps"] if s["stepExecutionId"] == seid
+            for a in s["attempts"]]
+
+
+def test_an_interrupted_attempt_keeps_the_lock_until_its_method_call_ends() -> None:
+    """A step holds its lock for its whole method call, as on a Dex server: a clean stop
+    (Ctrl-C) ends the attempt INTERRUPTED but not the call, so an RPC still meets the lock
+    until the step's next attempt completes; then it gets in."""
     with DexTestEnv(start=0.0) as env:
         flow = CounterFlow()
-        env.start(flow, [-100], "f")
+        env.start(flow, [-30, 0], "f")  # 0: Hold keeps the flow open for the RPC after
         conflicts: list[str] = []
 
         def at_10() -> bool:  # LockedIncrement holds the lock
@@ -95,9 +101,14 @@ def test_an_interrupted_attempt_holds_no_lock() -> None:
 
         env.drive(["f"], until=at_10)  # as it ends, the drive releases the attempt (a clean stop)
         assert conflicts and env.engine.release_interrupted() == 0
-        assert outcomes_of(env, "f")[-1] == "INTERRUPTED"  # LockedIncrement-1, after the start step
+        assert _outcomes_of_step(env, "f", "LockedIncrement-1") == ["INTERRUPTED"]
+        assert env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now())) == "LockedIncrement-1"
+        with pytest.raises(RpcLockConflictError, match="LockedIncrement-1"):
+            env.client.invoke_rpc(flow.bump, "f")
+
+        env.drive(["f"], until=lambda: _outcomes_of_step(env, "f", "LockedIncrement-1")[-1] == "COMPLETED")
         assert env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now())) is None
-        assert env.client.invoke_rpc(flow.bump, "f") == 1
+        assert env.client.invoke_rpc(flow.bump, "f") == 2
 
 
 def test_steps_and_rpcs_sharing_a_lock_lose_no_update() -> None:

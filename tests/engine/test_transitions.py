@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from dexcli import (
+    Attribute,
     Context,
     Flow,
     PersistenceSchema,
@@ -36,6 +37,7 @@ from dexcli.store import AttemptOutcome, FlowRecord, FlowState, StepRecord, Step
 
 T0 = 1_000.0
 PROGRESS = Stream("Progress", str, 400)
+COUNTER = Attribute("counter", int)
 
 
 def secs(n: float) -> timedelta:
@@ -86,12 +88,22 @@ class Short(Step[int]):
         return dead_end()
 
 
+class Locked(Step[int]):
+    """Holds the counter's lock; unlimited attempts within a TotalDuration of 5 s (backoff 1 s, x2)."""
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_lock_attributes=(COUNTER.lock(),), execute_retry=RetryPolicy(total_duration=secs(5)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return dead_end()
+
+
 class Orders(Flow[int]):
     def get_steps(self) -> StepList[int]:
-        return StepList.start_step(Start()).other_steps(Work(), Recover(), Once(), Short())
+        return StepList.start_step(Start()).other_steps(Work(), Recover(), Once(), Short(), Locked())
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(PROGRESS)
+        return PersistenceSchema.of(PROGRESS, COUNTER)
 
 
 # ---------------------------------------------------------------------------- fixtures -----
@@ -291,6 +303,41 @@ def test_lease_after_a_backoff_keeps_the_first_attempt_time(store: Store, defs: 
     assert (leased.step.attempt, leased.step.first_attempt_at, leased.step.attempt_started_at) == (2, T0 + 1, T0 + 5)
     assert (leased.step.heartbeat_deadline, leased.step.attempt_deadline) == (T0 + 35, T0 + 305)
     assert leased.step == steps(store)["Work-1"]
+
+
+def test_a_locked_method_counts_its_total_duration_from_the_lock_and_holds_it_through_its_backoff(
+        store: Store, defs: Definitions) -> None:
+    """Locked waits for an RPC's lock until T0 + 50: its 5 s budget starts at its lease (T0 + 60),
+    and its lock stays held while it backs off; once the budget is spent it is released."""
+    started_by(store, defs)
+    with store.tx() as tx:
+        assert tx.try_locks("f", ("counter",), "rpc:bump:1", T0, expires=T0 + 50) is None
+    first = store.read(lambda tx: tx.get_step("f", "Start-1"))
+    assert first is not None
+    with store.tx() as tx:
+        done = t.complete(tx, t.AttemptKey("f", "Start-1", 1, "me"), first, T0, decision(
+            DecisionKind.NEXT, nxt(defs, "Locked")), definition(defs), T0 + 1, lease_next=True)
+    assert done.leased == ()  # queued behind the RPC's lock
+    d = definition(defs)
+    (r,) = _runnable(store, T0 + 60)
+    with store.tx() as tx:
+        leased = t.lease(tx, r, d, d.steps["Locked"], "me", T0 + 60)
+    assert leased is not None and leased.step.total_deadline == T0 + 65 == steps(store)["Locked-1"].total_deadline
+
+    with store.tx() as tx:
+        failed = t.fail(tx, leased.step, "me", boom(T0 + 61), defs, T0 + 61)
+    assert failed.retry and failed.next_attempt_at == T0 + 62
+    with store.tx() as tx:
+        assert tx.lock_holder("f", "counter", T0 + 61.5) == "Locked-1"  # backing off, still held
+        assert tx.try_locks("f", ("counter",), "rpc:bump:2", T0 + 61.5, expires=T0 + 70) == ("counter", "Locked-1")
+    (r,) = _runnable(store, T0 + 62)
+    with store.tx() as tx:
+        again = t.lease(tx, r, d, d.steps["Locked"], "me", T0 + 62)
+    assert again is not None and again.step.total_deadline == T0 + 65  # a retry does not restart it
+    with store.tx() as tx:
+        failed = t.fail(tx, again.step, "me", boom(T0 + 64), defs, T0 + 64)
+    assert not failed.retry and failed.reason == "TotalDuration spent"
+    assert store.read(lambda tx: tx.lock_holder("f", "counter", T0 + 64)) is None
 
 
 # ---------------------------------------------------------------------------- heartbeat ----

@@ -14,7 +14,7 @@ from dexcli.store import SCHEMA_VERSION, FlowState, Store, StoreError
 from tests.store.builders import add_flow, raw
 
 TABLES = {"meta", "flows", "steps", "ended_attempts", "history", "stream_messages", "stream_usage", "kv",
-          "channel_messages", "attributes", "search_attributes", "attribute_locks"}
+          "channel_messages", "attributes", "search_attributes", "attribute_locks", "attribute_snapshots"}
 
 
 def _tables(path: Path) -> set[str]:

@@ -15,6 +15,7 @@ and the caller's transaction is rolled back.
     stop       a client's cancel / terminate / fail
     close      the flow's end: open steps cancelled, FlowClosed"""
 
+from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
@@ -39,15 +40,14 @@ from dexcli.engine.transitions.steps import (
     Leased,
     NextStep,
     Outputs,
+    end_call,
     give_back,
     heartbeat,
     lease,
     leased,
-    method_options,
     queue_step,
     release,
     release_left,
-    unlock,
 )
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "Started",
     "close",
     "complete",
+    "end_call",
     "fail",
     "give_back",
     "heartbeat",
@@ -78,5 +79,4 @@ __all__ = [
     "release_left",
     "start",
     "stop",
-    "unlock",
 ]

@@ -100,6 +100,7 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
         return False
     if not if_idle:
         tx.cancel_open_steps(flow_id, now)
+    tx.forget_call_snapshot(flow_id)  # no method call outlives its flow
     if completions is None:
         flow = tx.get_flow(flow_id)
         completions = flow.completions if flow else "[]"

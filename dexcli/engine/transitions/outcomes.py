@@ -7,7 +7,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.engine.deadlines import TIMEOUT_ORDER, earliest_deadline, iso, server_timeout_detail, timeout_detail
+from dexcli.engine.deadlines import (
+    TIMEOUT_ORDER,
+    earliest_deadline,
+    iso,
+    method_options,
+    server_timeout_detail,
+    timeout_detail,
+)
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
@@ -16,10 +23,9 @@ from dexcli.engine.transitions.steps import (
     Fenced,
     Leased,
     NextStep,
+    end_call,
     leased,
-    method_options,
     queue_step,
-    unlock,
 )
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.options import ResolvedOptions
@@ -74,7 +80,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     summary_json = _summary(decision, created)
     if not tx.complete_step(key.flow_id, key.seid, key.owner, key.attempt, summary_json, now):
         raise Fenced()
-    unlock(tx, step, now)
+    end_call(tx, step, now)
     completions = _collect(flow.completions, decision, step)
     tx.add_event(key.flow_id, now, "StepExecuteCompleted", json_object({
         "stepExecutionId": key.seid, "fromStepExecutionId": step.from_step_execution_id,
@@ -183,15 +189,14 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     tries = step.method_attempt - tx.interrupted_attempts(step.flow_id, seid, step.method_base)
     delay = f.delay_override if f.delay_override is not None else opts.delay_after(tries)
     attempts_left = opts.attempts_left(tries)
-    time_left = (f.at + delay) - step.scheduled_at < opts.total_duration
+    time_left = f.at + delay < step.total_deadline  # TotalDuration, from when the call began
     if not f.fatal and attempts_left and time_left:
         next_at = max(f.at + delay, now)
         if not tx.backoff_step(step.flow_id, seid, owner, attempt, next_at):
             raise Fenced()
         tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
-        unlock(tx, step, now)
-        return Failed(True, next_at, delay)
-    unlock(tx, step, now)
+        return Failed(True, next_at, delay)  # the call goes on: its locks stay held through the backoff
+    end_call(tx, step, now)
     why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
     if proceed:

@@ -1,5 +1,11 @@
 """Step executions: queue, lease (attribute locks taken first), heartbeat, release; the
-records they hand out (NextStep, Leased, AttemptKey, Outputs, Closed) and `Fenced`."""
+records they hand out (NextStep, Leased, AttemptKey, Outputs, Closed) and `Fenced`.
+
+A method call (a step's wait_for, or its execute) spans all its attempts, as on a Dex server:
+its locks are taken at its first lease and held until it ends (`end_call`), backoffs and
+clean stops between attempts included; every attempt reads the attributes as they were at its
+first lease; and a method that takes locks counts its TotalDuration from when it got them
+(waiting for a lock spends none of it)."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dexcli.engine.deadlines import method_options
 from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
@@ -44,24 +51,23 @@ class Leased:
 
 def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: FlowDefinition) -> Leased:
     """The record of a step leased in this transaction, with the snapshot its handler reads:
-    channel sizes and attributes (its loaded maps included), read after this transaction's writes."""
+    channel sizes (read after this transaction's writes) and attributes (its loaded maps
+    included): read now for a method's first attempt, as they were then for the others."""
     opts = method_options(step)
     counts = tx.queue_counts(step.flow_id) if definition.channels else {}
-    attrs = tx.attributes_of(step.flow_id, opts.loads) if definition.attributes else {}
+    attrs: dict[str, str] = {}
+    if definition.attributes:
+        attrs = tx.attributes_of(step.flow_id, opts.loads) if step.method_attempt <= 1 else \
+            tx.attributes_at_call_start(step.flow_id, step.step_execution_id, opts.loads)
     return Leased(step, run_id, spec, definition, opts, counts, attrs)
 
 
-def unlock(tx: Tx, step: StepRecord, now: float) -> None:
-    """The attempt of a method that holds attribute locks ended: free them, wake their waiters."""
+def end_call(tx: Tx, step: StepRecord, now: float) -> None:
+    """The method call `step` runs ended (completed, its wait committed, or failed for good):
+    free its locks and wake their waiters; drop what it kept of the attributes for retries."""
     if method_options(step).locks:
         tx.release_locks(step.flow_id, step.step_execution_id, now)
-
-
-def method_options(step: StepRecord) -> ResolvedOptions:
-    """The limits of the method the step's attempts run now (wait_for's, or execute's)."""
-    if step.method is Method.WAIT_FOR and step.wait_options is not None:
-        return ResolvedOptions.from_json(step.wait_options)
-    return ResolvedOptions.from_json(step.options)
+    tx.forget_call_snapshot(step.flow_id, step.step_execution_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,20 +109,26 @@ def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, 
 
 
 def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner: str, now: float) -> Leased | None:
-    """Lease the next attempt of a runnable step, if nobody else did first."""
+    """Lease the next attempt of a runnable step, if nobody else did first. The first attempt
+    of a method begins its call: its locks taken (the later ones hold them already)."""
     opts = method_options(r.step)
     hb_deadline, at_deadline = now + opts.heartbeat_timeout, now + opts.method_timeout
+    begins = r.step.attempt == r.step.method_base
     conflict = tx.try_locks(r.step.flow_id, opts.locks, r.step.step_execution_id, now) if opts.locks else None
     if conflict is not None:  # another step or RPC holds one: wait for it (woken on release)
         tx.wait_for_lock(r.step.flow_id, r.step.step_execution_id, conflict[0], now)
         return None
-    if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline):
+    restart = now + opts.total_duration if begins and opts.locks else None
+    if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline, restart):
         return None
+    if begins:
+        tx.forget_call_snapshot(r.step.flow_id, r.step.step_execution_id)
     attempt = r.step.attempt + 1
     step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
                          attempt_started_at=now, first_attempt_at=r.step.first_attempt_at or now,
                          heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
-                         last_heartbeat_time=None, lock_wait=None, heartbeats=0, stream_writes=0)
+                         last_heartbeat_time=None, lock_wait=None, heartbeats=0, stream_writes=0,
+                         total_deadline=r.step.total_deadline if restart is None else restart)
     return leased(tx, step, r.run_id, spec, definition)
 
 
