@@ -1,7 +1,8 @@
 """RPCs: flow methods a client invokes on a running flow (`@rpc`), and what they return.
 
-An RPC handler `(self, context[, input]) -> RPCResult[T] | None` runs once (no retry); its
-channel publishes, next steps and cancellations commit atomically with its output.
+An RPC handler `(self, context[, input]) -> RPCResult[T] | None` runs once (one that holds
+locks: up to 3 times if it raises, as the server runs it); its channel publishes, next steps
+and cancellations commit atomically with its output.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from dexcli.sdk.conditions import require_name
 OutputT = TypeVar("OutputT")
 CallableT = TypeVar("CallableT", bound=Callable[..., Any])
 DEFAULT_RPC_TIMEOUT = timedelta(seconds=60)
+# the server's budget for one RPC call (its API wait cap, `maxWaitSeconds`): the default, and
+# the most a longer `@rpc(timeout=...)` gets
+MAX_RPC_TIMEOUT = DEFAULT_RPC_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,9 @@ class RpcSpec:
 
     @property
     def timeout(self) -> float:
-        return (self.options.timeout or DEFAULT_RPC_TIMEOUT).total_seconds()
+        """Seconds the call may take: `@rpc(timeout=...)` (0 or None: the default), capped as
+        the server caps it."""
+        return min((self.options.timeout or DEFAULT_RPC_TIMEOUT), MAX_RPC_TIMEOUT).total_seconds()
 
 
 def _rpc_signature(name: str, method: Any, allow_async: bool) -> tuple[bool, Any, Any]:
