@@ -40,7 +40,7 @@ from dexcli.sdk.rpc import RPCInvokeOptions
 from dexcli.sdk.search import SearchFlowsPage
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
 from dexcli.sdk.wait_options import WaitForStepCompletionOptions
-from dexcli.store import FlowRecord, Store, StreamRecord
+from dexcli.store import FlowRecord, FlowState, Store, StreamRecord
 
 
 def _dt(t: float) -> datetime:
@@ -80,10 +80,13 @@ class _Ops(WaitOps):
         flow = self.flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
                             for c in json.loads(flow.completions))
+        # the server answers a canceled or terminated run with its status only (the reason stays
+        # in dex's row, for inspect and the live view)
+        quiet = flow.status in (FlowState.CANCELED, FlowState.TERMINATED)
         return FlowResult(  # the store's states and error types map to the SDK's enums by name
             status=FlowStatus[flow.status.name], completions=completions,
             error_type=FlowErrorType[flow.error_type] if flow.error_type else None,
-            error_message=flow.error_message,
+            error_message=None if quiet else flow.error_message,
         )
 
     def final(self, flow_id: str) -> FlowResult:
