@@ -177,7 +177,7 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
     store = open_store(read_only=True)
     hits, next_token = [], token
     while True:
-        page = search_flows(store, query, page_size, next_token, declared=_declared_index_keys)
+        page = search_flows(store, query, page_size, next_token, declared=declared_search_keys)
         hits += page.hits
         next_token = page.next_page_token
         if not all_pages or not next_token:
@@ -194,7 +194,7 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
         print(f"dex: more flows match: --page-token {next_token}", file=sys.stderr)
 
 
-def _declared_index_keys() -> set[str]:
+def declared_search_keys() -> set[str]:
     """The index keys the installed flows declare (a flow type that has not run yet has no rows):
     with the keys flows hold, the keys a query may name (Dex's server refuses an unregistered key too)."""
     from dexcli.cli.loader import known_flows, plugin_flow
