@@ -26,6 +26,7 @@ from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
 from dexcli.sdk.errors import FlowNotFoundError, LongPollTimeoutError, ValueMappingError
 from dexcli.sdk.flow import Flow
+from dexcli.sdk.options import fits_seconds32
 from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import (
     FlowErrorType,
@@ -55,7 +56,7 @@ def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
         raise TypeError(f"{what}(timeout=...) takes a timedelta, as the official SDK: "
                         f"timeout=timedelta(seconds=...), not {type(timeout).__name__}")
     seconds = timeout.total_seconds()
-    if seconds < 0 or not seconds.is_integer() or seconds > 2**31 - 1:
+    if not fits_seconds32(seconds):
         raise ValueError("duration must be whole seconds within int32")
     return seconds
 

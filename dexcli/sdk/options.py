@@ -74,16 +74,20 @@ def check_heartbeat_timeout(hb: timedelta | None, where: str) -> str | None:
     return None
 
 
-INT32_MAX = 2**31 - 1
+def fits_seconds32(seconds: float) -> bool:
+    """Whole seconds within int32: the only durations SDK 1.23 sends (`_seconds32` refuses any
+    other: "duration must be whole seconds within int32")."""
+    return 0 <= seconds <= 2**31 - 1 and seconds.is_integer()
 
 
 def whole_seconds_problem(value: timedelta | None, name: str) -> str | None:
-    """SDK 1.23 sends every duration as whole seconds within int32 and refuses any other
-    (`_seconds32`: "duration must be whole seconds within int32")."""
+    """The problem with an option's duration, if any: negative, or not whole seconds within int32."""
     if value is None:
         return None
     seconds = value.total_seconds()
-    if seconds < 0 or not seconds.is_integer() or seconds > INT32_MAX:
+    if seconds < 0:
+        return f"{name} must not be negative"
+    if not fits_seconds32(seconds):
         shown = f"{seconds:.0f}" if seconds.is_integer() else f"{seconds:g}"
         return f"{name} {shown} s: a duration must be whole seconds within int32 (as Dex sends it)"
     return None

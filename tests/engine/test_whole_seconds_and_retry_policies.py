@@ -64,6 +64,7 @@ REFUSED = [
     (StepOptions(wait_for_retry=RetryPolicy(total_duration=secs(90.25))),
      "wait_for_retry.total_duration 90.25 s: a duration must be whole"),
     (StepOptions(execute_method_timeout=secs(2**31)), "execute_method_timeout 2147483648 s: a duration must be"),
+    (StepOptions(wait_for_method_timeout=secs(-1)), "wait_for_method_timeout must not be negative"),
     (StepOptions(execute_retry=RetryPolicy(backoff_coefficient=0.5)),
      "execute_retry.backoff_coefficient 0.5 is less than 1"),
     (StepOptions(wait_for_retry=RetryPolicy(initial_interval=secs(10), maximum_interval=secs(5))),
@@ -94,7 +95,7 @@ def test_whole_seconds_and_valid_policies_register_and_run(options: StepOptions)
         assert env.run(One(options), 1, "f").status is FlowStatus.COMPLETED
 
 
-@pytest.mark.parametrize(("options", "line"), [REFUSED[0], REFUSED[6], REFUSED[7]])
+@pytest.mark.parametrize(("options", "line"), [REFUSED[0], REFUSED[7], REFUSED[8]])
 def test_refused_in_a_movements_options_when_the_decision_is_checked(options: StepOptions, line: str) -> None:
     error_type, message = run_with_movement_options(options)
     assert error_type == FlowErrorType.WORKER_API_FAILED.value
