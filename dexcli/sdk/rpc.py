@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
 from dexcli.sdk.conditions import require_name
+from dexcli.sdk.options import whole_seconds_problem
 
 OutputT = TypeVar("OutputT")
 CallableT = TypeVar("CallableT", bound=Callable[..., Any])
@@ -170,6 +171,10 @@ def collect_rpcs(flow: Any, problems: list[str], *, allow_async: bool) -> dict[s
             has_input, input_type, output_type = _rpc_signature(name, method, allow_async)
         except TypeError as exc:
             problems.append(str(exc))
+            continue
+        timeout_problem = whole_seconds_problem(options.timeout, "timeout")
+        if timeout_problem is not None:  # the SDK refuses it when the RPC is invoked; dex at registration
+            problems.append(f"RPC {name}: {timeout_problem}")
             continue
         assert method is not None
         found[name] = RpcSpec(name, method, options, inspect.iscoroutinefunction(method), has_input,

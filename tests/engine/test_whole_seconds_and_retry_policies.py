@@ -18,6 +18,7 @@ from dexcli import (
     FlowErrorType,
     FlowStatus,
     RetryPolicy,
+    RPCResult,
     Step,
     StepDecision,
     StepList,
@@ -25,6 +26,7 @@ from dexcli import (
     Timer,
     Wait,
     graceful_complete,
+    rpc,
 )
 from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.testing import DexTestEnv
@@ -131,3 +133,17 @@ def test_a_fractional_timer_fails_its_wait_for_attempt_and_never_fires() -> None
         assert [(a["method"], a["outcome"], a["detail"]) for a in step["attempts"]] == [
             ("WAIT_FOR", "FAILED", "Timer.by_duration(1.5 s): timer duration must use whole seconds")] * 3
         assert env.clock.now() == 3.0  # the retries' backoff (1 s, 2 s); the 1.5 s timer was never set
+
+
+class FractionalRpc(One):
+    @rpc(timeout=secs(2.5))
+    def peek(self, context: Context) -> RPCResult[int]:
+        return RPCResult(1)
+
+
+def test_an_rpc_timeout_that_is_not_whole_seconds_is_refused_at_registration() -> None:
+    """SDK 1.23 refuses it when the RPC is invoked (`_seconds32`); dex as the flow registers."""
+    with DexTestEnv() as env, pytest.raises(FlowDefinitionError) as info:
+        env.start(FractionalRpc(StepOptions()), 1, "f")
+    assert info.value.problems == [
+        "flow FractionalRpc: RPC peek: timeout 2.5 s: a duration must be whole seconds within int32 (as Dex sends it)"]
