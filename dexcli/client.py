@@ -34,6 +34,7 @@ from dexcli.sdk.errors import (
     ValueMappingError,
 )
 from dexcli.sdk.flow import Flow
+from dexcli.sdk.options import fits_seconds32
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import (
     FlowErrorType,
@@ -49,7 +50,7 @@ from dexcli.sdk.rpc import RPCInvokeOptions
 from dexcli.sdk.search import SearchFlowsPage
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, Stream, StreamMessage, StreamMessagesPage, message_size
 from dexcli.sdk.wait_options import WaitForStepCompletionOptions
-from dexcli.store import FlowRecord, Store, StoreError, StreamRecord
+from dexcli.store import FlowRecord, FlowState, Store, StoreError, StreamRecord
 
 
 def _dt(t: float) -> datetime:
@@ -81,7 +82,7 @@ def _timeout_seconds(timeout: timedelta | None, what: str) -> float | None:
         raise TypeError(f"{what}(timeout=...) takes a timedelta, as the official SDK: "
                         f"timeout=timedelta(seconds=...), not {type(timeout).__name__}")
     seconds = timeout.total_seconds()
-    if seconds < 0 or not seconds.is_integer() or seconds > 2**31 - 1:
+    if not fits_seconds32(seconds):
         raise ValueError("duration must be whole seconds within int32")
     return seconds
 
@@ -106,10 +107,13 @@ class _Ops(WaitOps):
         flow = self.flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
                             for c in json.loads(flow.completions))
+        # the server answers a canceled or terminated run with its status only (the reason stays
+        # in dex's row, for inspect and the live view)
+        quiet = flow.status in (FlowState.CANCELED, FlowState.TERMINATED)
         return FlowResult(  # the store's states and error types map to the SDK's enums by name
             status=FlowStatus[flow.status.name], completions=completions,
             error_type=FlowErrorType[flow.error_type] if flow.error_type else None,
-            error_message=flow.error_message,
+            error_message=None if quiet else flow.error_message,
         )
 
     def final(self, flow_id: str) -> FlowResult:

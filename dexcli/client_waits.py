@@ -14,6 +14,7 @@ from typing import Any
 
 from dexcli.engine.core import Engine
 from dexcli.sdk.attribute_match import matches, wait_arguments
+from dexcli.sdk.attributes import search_keys
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode
 from dexcli.sdk.conditions import StepExecutionId
@@ -55,13 +56,17 @@ class WaitOps:
 
     def search(self, query: str, page_size: int, token: str) -> SearchFlowsPage:
         try:
-            page = search_flows(self.store, query, page_size, token)
+            page = search_flows(self.store, query, page_size, token, declared=self._declared_index_keys)
         except QueryError as e:  # the server's INVALID_ARGUMENT
             raise DexServiceError(str(e)) from e
         return SearchFlowsPage([SearchFlowEntry(
             h.flow.flow_id, h.flow.run_id, h.flow.flow_type, FlowStatus[h.flow.status.name], _dt(h.flow.start_time),
             None if h.flow.close_time is None else _dt(h.flow.close_time),
             {k: stored_value(v) for k, v in h.indexed.items()}) for h in page.hits], page.next_page_token)
+
+    def _declared_index_keys(self) -> set[str]:
+        """The index keys the flows registered with this client declare."""
+        return {k for d in self.engine.definitions.registry for k in search_keys(d.attributes.values())}
 
     def request_deadline(self, request_timeout: timedelta) -> float | None:
         """A wait's `request_timeout` on the engine's clock (zero: no deadline)."""

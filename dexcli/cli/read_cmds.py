@@ -17,7 +17,7 @@ from dexcli.cli.shared import MAX_LIST_LIMIT, flow_or_not_found
 from dexcli.cli.shown import shown, shown_data
 
 if TYPE_CHECKING:
-    from dexcli.store import FlowRecord, Store
+    from dexcli.store import FlowRecord
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
@@ -175,10 +175,9 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
     from dexcli.store.search import search_flows
 
     store = open_store(read_only=True)
-    _check_search_keys(store, query)
     hits, next_token = [], token
     while True:
-        page = search_flows(store, query, page_size, next_token)
+        page = search_flows(store, query, page_size, next_token, declared=declared_search_keys)
         hits += page.hits
         next_token = page.next_page_token
         if not all_pages or not next_token:
@@ -195,25 +194,11 @@ def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: b
         print(f"dex: more flows match: --page-token {next_token}", file=sys.stderr)
 
 
-def _check_search_keys(store: Store, query: str) -> None:
-    """A key no flow has and no known flow declares is a typo (Dex's server refuses an
-    unregistered key too): say so, naming the keys there are, instead of "no flows match"."""
-    from dexcli.store.search import BUILTIN_KEYS, index_keys, unseen_keys
-
-    unseen = unseen_keys(store, query)
-    if not unseen:
-        return
-    declared = _declared_index_keys()
-    unknown = [k for k in unseen if k not in declared]
-    if unknown:
-        known = [*BUILTIN_KEYS, *sorted(set(index_keys(store)) | declared)]
-        raise UsageError(f"--query: there is no search key {unknown[0]!r}; the keys are: {', '.join(known)}")
-
-
-def _declared_index_keys() -> set[str]:
-    """The index keys the installed flows declare (a flow type that has not run yet has no rows)."""
+def declared_search_keys() -> set[str]:
+    """The index keys the installed flows declare (a flow type that has not run yet has no rows):
+    with the keys flows hold, the keys a query may name (Dex's server refuses an unregistered key too)."""
     from dexcli.cli.loader import known_flows, plugin_flow
-    from dexcli.sdk.attributes import index_key
+    from dexcli.sdk.attributes import search_keys
 
     keys: set[str] = set()
     for plugin in known_flows().values():
@@ -221,7 +206,7 @@ def _declared_index_keys() -> set[str]:
             schema = plugin_flow(plugin).get_persistence_schema()
         except Exception:  # a plugin that does not load declares nothing here; `dex flows` says why
             continue
-        keys |= {index_key(a.index, a.name) for a in schema.attributes if a.index is not None}
+        keys |= search_keys(schema.attributes)
     return keys
 
 

@@ -67,12 +67,13 @@ def stop(
 
 def _matching(store: Store, query: str) -> tuple[list[FlowRecord], int]:
     """The running flows the query matches (every page), and how many closed ones it matched."""
+    from dexcli.cli.read_cmds import declared_search_keys
     from dexcli.store.search import MAX_PAGE_SIZE, search_flows
 
     running: list[FlowRecord] = []
     closed, token = 0, ""
     while True:
-        page = search_flows(store, query, MAX_PAGE_SIZE, token)
+        page = search_flows(store, query, MAX_PAGE_SIZE, token, declared=declared_search_keys)
         for hit in page.hits:
             if hit.flow.is_running:
                 running.append(hit.flow)

@@ -27,7 +27,7 @@ from dexcli.engine.definitions import Definitions
 from dexcli.engine.timeout_step import TIMEOUT_STEP, has_timeout_handler, timeout_handler_spec
 from dexcli.engine.transitions import Closed, NextStep, close, queue_step
 from dexcli.sdk.errors import DexError, NotSupportedYetError
-from dexcli.sdk.options import ResolvedOptions, StepOptions
+from dexcli.sdk.options import ResolvedOptions, StepOptions, fits_seconds32
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.sdk.results import FlowTimeoutHandlerOptions, FlowTimeoutPolicy, StartFlowOptions
 from dexcli.store import FlowState, StartSettings, StepRecord, Tx
@@ -42,7 +42,7 @@ def seconds(duration: timedelta | None, what: str) -> float | None:
     if not isinstance(duration, timedelta):
         raise TypeError(f"StartFlowOptions({what}=...) takes a timedelta, not {type(duration).__name__}")
     value = duration.total_seconds()
-    if value < 0 or not value.is_integer() or value > 2**31 - 1:
+    if not fits_seconds32(value):
         raise ValueError(f"StartFlowOptions({what}=...): duration must be whole seconds within int32")
     return value
 

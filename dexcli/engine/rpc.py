@@ -1,12 +1,17 @@
 """RPCs: a client invokes a flow method; its effects commit atomically with its output.
 
 The invoking process runs the handler (there is no separate worker locally): it reads a
-snapshot (channel sizes, the pending messages the RPC loads), calls the handler once (no
-retry) under its timeout, and commits in one transaction: its publishes and deletions, the
-step executions it cancels, the steps it starts (from `__rpc/<name>`), RpcExecutionCompleted,
-and the waits its publishes make ready. A handler that raises commits nothing; the caller gets
+snapshot (channel sizes, the pending messages the RPC loads), calls the handler under its
+timeout, and commits in one transaction: its publishes and deletions, the step executions it
+cancels, the steps it starts (from `__rpc/<name>`), RpcExecutionCompleted, and the waits its
+publishes make ready. A handler that raises commits nothing; the caller gets
 WorkerInvocationError with the exception's type and detail. A process driving the flow picks
 the changes up on its next look at the database.
+
+As on the server: an RPC that holds locks runs as a local activity, so a handler that raises
+is run again (up to 3 attempts, 0.1 s then 0.2 s apart, within its one timeout, every attempt
+on the same snapshot); one without locks runs once. An RPC without locks and without effects
+sends the flow nothing, so it records no history event.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,6 +54,8 @@ if TYPE_CHECKING:
     from dexcli.engine.core import Engine
 
 LOCK_GRACE_SECONDS = 5.0  # an RPC's locks outlive its timeout by this much if its process dies
+LOCKED_ATTEMPTS = 3  # the server's maxWorkerRpcActivityAttempts
+FIRST_BACKOFF = 0.1  # seconds, doubled after each attempt: the server's internal activity retry policy
 
 
 @dataclass
@@ -215,8 +223,17 @@ def _invocation_error(spec: RpcSpec, exc: BaseException) -> WorkerInvocationErro
     return WorkerInvocationError(etype, detail)
 
 
-def call_sync(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
-    """Run the handler once on a thread of its own, under its timeout."""
+def retry_delay(snapshot: Snapshot, attempt: int, elapsed: float, budget: float) -> float | None:
+    """The pause before another attempt of a failed RPC call, or None for no other: only an RPC
+    holding locks is retried, while the pause leaves time in its budget (its timeout)."""
+    if snapshot.holder is None or attempt >= LOCKED_ATTEMPTS:
+        return None
+    delay = FIRST_BACKOFF * 2 ** (attempt - 1)
+    return delay if elapsed + delay < budget else None
+
+
+def call_sync(spec: RpcSpec, ctx: RpcContext, value: Any, timeout: float | None = None) -> Any:
+    """Run the handler once on a thread of its own, under `timeout` (default: the RPC's)."""
     args = (ctx, value) if spec.has_input else (ctx,)
 
     def target() -> Any:
@@ -226,7 +243,7 @@ def call_sync(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
 
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"dex-rpc-{spec.name}")
     try:
-        return pool.submit(target).result(timeout=spec.timeout)
+        return pool.submit(target).result(timeout=spec.timeout if timeout is None else timeout)
     except concurrent.futures.TimeoutError:
         raise WorkerInvocationError("TimeoutError", f"RPC {spec.name} did not return within "
                                                     f"{spec.timeout:g} s") from None
@@ -236,17 +253,18 @@ def call_sync(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
         pool.shutdown(wait=False)
 
 
-async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any) -> Any:
+async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any, timeout: float | None = None) -> Any:
     args = (ctx, value) if spec.has_input else (ctx,)
+    timeout = spec.timeout if timeout is None else timeout
     try:
         if spec.is_async:
-            return await asyncio.wait_for(spec.method(*args), spec.timeout)
+            return await asyncio.wait_for(spec.method(*args), timeout)
         # on the engine's loop, a handler thread it tracks: a time-skipping or virtual clock does
         # not jump (to the RPC's timeout) while sync code runs
         run_in_thread = getattr(asyncio.get_running_loop(), "run_in_thread", None)
         call = run_in_thread(spec.method, *args) if run_in_thread is not None else \
             asyncio.to_thread(spec.method, *args)
-        return await asyncio.wait_for(call, spec.timeout)
+        return await asyncio.wait_for(call, timeout)
     except TimeoutError:
         raise WorkerInvocationError("TimeoutError", f"RPC {spec.name} did not return within "
                                                     f"{spec.timeout:g} s") from None
@@ -358,11 +376,22 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
     decoded = decode_input(spec, value)
     with engine.store.tx() as tx:
         snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
-    ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
     try:
-        planned = plan(spec, call_sync(spec, ctx, decoded), definition, engine.definitions)
+        began, attempt = time.monotonic(), 1
+        while True:
+            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            try:
+                left = spec.timeout - (time.monotonic() - began)
+                planned = plan(spec, call_sync(spec, ctx, decoded, left), definition, engine.definitions)
+                break
+            except WorkerInvocationError:
+                delay = retry_delay(snapshot, attempt, time.monotonic() - began, spec.timeout)
+                if delay is None:
+                    raise
+                time.sleep(delay)  # the invoking thread's own wait, as the server's local activity
+                attempt += 1
         if _read_only(snapshot, ctx, planned):
-            return planned.output  # a read-only RPC may be served from a closed run
+            return planned.output
         with engine.store.tx() as tx:
             applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
                              ctx.now, spec.options.is_transactional)
@@ -381,9 +410,21 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
     decoded = decode_input(spec, value)
     with engine.store.tx() as tx:
         snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
-    ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+    loop = asyncio.get_running_loop()
     try:
-        planned = plan(spec, await call_async(spec, ctx, decoded), definition, engine.definitions)
+        began, attempt = loop.time(), 1
+        while True:
+            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            try:
+                left = spec.timeout - (loop.time() - began)
+                planned = plan(spec, await call_async(spec, ctx, decoded, left), definition, engine.definitions)
+                break
+            except WorkerInvocationError:
+                delay = retry_delay(snapshot, attempt, loop.time() - began, spec.timeout)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                attempt += 1
         if _read_only(snapshot, ctx, planned):
             return planned.output
         await engine.commits.submit(Unit(
@@ -402,7 +443,9 @@ def _context(snapshot: Snapshot, definition: FlowDefinition, flow_id: str, spec:
 
 
 def _read_only(snapshot: Snapshot, ctx: RpcContext, planned: Planned) -> bool:
-    return not snapshot.flow.is_running and ctx.effects.empty and not planned.has_effects
+    """Nothing to commit: no locks to release and no effects. The server sends such an RPC's
+    flow no signal (so it has no history event), and serves it from a closed run too."""
+    return snapshot.holder is None and ctx.effects.empty and not planned.has_effects
 
 
 def _unlock(engine: Engine, flow_id: str, snapshot: Snapshot) -> None:

@@ -101,6 +101,8 @@ def _add(flat: _Flat, c: Condition, channels: dict[str, Any], now: float) -> int
     index = len(flat.conditions)
     if isinstance(c, TimerCondition):
         seconds = c.duration.total_seconds()
+        if not seconds.is_integer():  # SDK 1.23 refuses it as it encodes the Wait: the attempt fails
+            raise InvalidStepResultError(f"Timer.by_duration({seconds:g} s): timer duration must use whole seconds")
         # whole seconds, as a Dex server fixes it: the commit time rounded down, plus the duration
         flat.conditions.append({"index": index, "kind": TIMER, "conditionId": c.condition_id,
                                 "timerIndex": flat.timers, "duration": seconds,

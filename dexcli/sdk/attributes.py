@@ -11,6 +11,7 @@ RPCs that read-modify-write the same value. The context implements the private h
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -41,6 +42,11 @@ class AttributeIndex:
 def index_key(index: AttributeIndex, name: str) -> str:
     """The search key an attribute named `name` is indexed under."""
     return index.index_key or name
+
+
+def search_keys(attributes: Iterable[Any]) -> set[str]:
+    """The search keys a flow's attributes declare (the ones with an index)."""
+    return {index_key(a.index, a.name) for a in attributes if getattr(a, "index", None) is not None}
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,57 @@ def check_heartbeat_timeout(hb: timedelta | None, where: str) -> str | None:
     return None
 
 
+def fits_seconds32(seconds: float) -> bool:
+    """Whole seconds within int32: the only durations SDK 1.23 sends (`_seconds32` refuses any
+    other: "duration must be whole seconds within int32")."""
+    return 0 <= seconds <= 2**31 - 1 and seconds.is_integer()
+
+
+def whole_seconds_problem(value: timedelta | None, name: str) -> str | None:
+    """The problem with an option's duration, if any: negative, or not whole seconds within int32."""
+    if value is None:
+        return None
+    seconds = value.total_seconds()
+    if seconds < 0:
+        return f"{name} must not be negative"
+    if not fits_seconds32(seconds):
+        shown = f"{seconds:.0f}" if seconds.is_integer() else f"{seconds:g}"
+        return f"{name} {shown} s: a duration must be whole seconds within int32 (as Dex sends it)"
+    return None
+
+
+def retry_problems(policy: RetryPolicy | None, name: str) -> list[str]:
+    """What Dex refuses in a retry policy: durations that are not whole seconds, and (as the
+    server's Temporal does, on the policy with its defaults filled in) a backoff coefficient
+    under 1 or a maximum interval under the initial one."""
+    if policy is None:
+        return []
+    found = [p for p in (whole_seconds_problem(getattr(policy, f), f"{name}.{f}")
+                         for f in ("initial_interval", "maximum_interval", "total_duration")) if p]
+    r = policy.resolved()
+    assert r.initial_interval is not None and r.maximum_interval is not None
+    if r.backoff_coefficient < 1:
+        found.append(f"{name}.backoff_coefficient {r.backoff_coefficient:g} is less than 1")
+    if r.maximum_interval < r.initial_interval:
+        default = "" if policy.maximum_interval else " (the default)"
+        found.append(f"{name}.maximum_interval {r.maximum_interval.total_seconds():g} s{default} is less than "
+                     f"initial_interval {r.initial_interval.total_seconds():g} s")
+    return found
+
+
+def option_problems(opts: StepOptions, where: str) -> list[str]:
+    """Everything Dex refuses in one StepOptions, each a line naming `where`: a heartbeat timeout
+    under 10 s, a duration that is not whole seconds, an invalid retry policy."""
+    found = [p for p in (check_heartbeat_timeout(opts.heartbeat_timeout, where),) if p]
+    for name in ("wait_for_method_timeout", "execute_method_timeout", "heartbeat_timeout"):
+        problem = whole_seconds_problem(getattr(opts, name), name)
+        if problem:
+            found.append(f"{where}: {problem}")
+    for name in ("wait_for_retry", "execute_retry"):
+        found += [f"{where}: {p}" for p in retry_problems(getattr(opts, name), name)]
+    return found
+
+
 @dataclass(frozen=True)
 class StepOptions:
     """Per-step options. None/DEFAULT inherit Dex's defaults."""
@@ -200,10 +251,10 @@ def _from_json(text: str) -> ResolvedOptions:
 def resolve_options(opts: StepOptions, where: str, failure_step: str | None = None,
                     failure_options: ResolvedOptions | None = None) -> ResolvedOptions:
     """Fill in Dex's defaults. The caller has resolved the execute-failure step to its type
-    (and its options, when given). Raises ValueError for a heartbeat timeout under 10 s."""
-    problem = check_heartbeat_timeout(opts.heartbeat_timeout, where)
-    if problem is not None:
-        raise ValueError(problem)
+    (and its options, when given). Raises ValueError for options Dex refuses (option_problems)."""
+    problems = option_problems(opts, where)
+    if problems:
+        raise ValueError(problems[0])
     p = opts.retry_policy()
     assert p.initial_interval and p.maximum_interval and p.total_duration
     return ResolvedOptions(

@@ -18,7 +18,7 @@ from dexcli.sdk.decisions import StepDecision
 from dexcli.sdk.errors import FlowDefinitionError
 from dexcli.sdk.flow import Flow, PersistenceSchema, Step, StepList
 from dexcli.sdk.handlers import MISSING, check_handler
-from dexcli.sdk.options import StepOptions, check_heartbeat_timeout
+from dexcli.sdk.options import StepOptions, option_problems
 from dexcli.sdk.rpc import RpcSpec, collect_rpcs
 from dexcli.sdk.stream import Stream
 
@@ -123,13 +123,9 @@ def _check_options(flow_type: str, spec: StepSpec, definition: FlowDefinition, p
     if not isinstance(opts, StepOptions):
         problems.append(f"{where}: get_step_options must return StepOptions, got {type(opts).__name__}")
         return
-    hb_problem = check_heartbeat_timeout(opts.heartbeat_timeout, where)
-    if hb_problem is not None:
-        problems.append(hb_problem)
-    for name in ("execute_method_timeout", "heartbeat_timeout"):
-        value = getattr(opts, name)
-        if value is not None and value.total_seconds() < 0:
-            problems.append(f"{where}: {name} must not be negative")
+    problems.extend(option_problems(opts, where))
+    if opts.execute_failure_step_options is not None:
+        problems.extend(option_problems(opts.execute_failure_step_options, f"{where} (its execute-failure options)"))
     # The official Registry checks no failure route: a route it cannot map fails when the step is
     # scheduled (its options are mapped then), a recovery step of another input type when the route
     # is taken (the failed step's input does not decode). dex does the same, and warns here.

@@ -1,7 +1,8 @@
 """RPCs: flow methods a client invokes on a running flow (`@rpc`), and what they return.
 
-An RPC handler `(self, context[, input]) -> RPCResult[T] | None` runs once (no retry); its
-channel publishes, next steps and cancellations commit atomically with its output.
+An RPC handler `(self, context[, input]) -> RPCResult[T] | None` runs once (one that holds
+locks: up to 3 times if it raises, as the server runs it); its channel publishes, next steps
+and cancellations commit atomically with its output.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
 from dexcli.sdk.conditions import require_name
+from dexcli.sdk.options import whole_seconds_problem
 
 OutputT = TypeVar("OutputT")
 CallableT = TypeVar("CallableT", bound=Callable[..., Any])
 DEFAULT_RPC_TIMEOUT = timedelta(seconds=60)
+# the server's budget for one RPC call (its API wait cap, `maxWaitSeconds`): the default, and
+# the most a longer `@rpc(timeout=...)` gets
+MAX_RPC_TIMEOUT = DEFAULT_RPC_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,9 @@ class RpcSpec:
 
     @property
     def timeout(self) -> float:
-        return (self.options.timeout or DEFAULT_RPC_TIMEOUT).total_seconds()
+        """Seconds the call may take: `@rpc(timeout=...)` (0 or None: the default), capped as
+        the server caps it."""
+        return min((self.options.timeout or DEFAULT_RPC_TIMEOUT), MAX_RPC_TIMEOUT).total_seconds()
 
 
 def _rpc_signature(name: str, method: Any, allow_async: bool) -> tuple[bool, Any, Any]:
@@ -164,6 +171,10 @@ def collect_rpcs(flow: Any, problems: list[str], *, allow_async: bool) -> dict[s
             has_input, input_type, output_type = _rpc_signature(name, method, allow_async)
         except TypeError as exc:
             problems.append(str(exc))
+            continue
+        timeout_problem = whole_seconds_problem(options.timeout, "timeout")
+        if timeout_problem is not None:  # the SDK refuses it when the RPC is invoked; dex at registration
+            problems.append(f"RPC {name}: {timeout_problem}")
             continue
         assert method is not None
         found[name] = RpcSpec(name, method, options, inspect.iscoroutinefunction(method), has_input,

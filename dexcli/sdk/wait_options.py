@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from dexcli.sdk.options import fits_seconds32
+
 
 @dataclass(frozen=True)
 class WaitForStepCompletionOptions:
@@ -28,6 +30,6 @@ class WaitForAttributeOptions:
 def duration_seconds(duration: timedelta) -> int:
     """Whole seconds within int32, as the official SDK requires of these durations."""
     seconds = duration.total_seconds()
-    if seconds < 0 or not seconds.is_integer() or seconds > 2_147_483_647:
+    if not fits_seconds32(seconds):
         raise ValueError("duration must be whole seconds within int32")
     return int(seconds)

@@ -2,10 +2,14 @@
 
     OrderStatus = 'paid' AND (FlowStatus = 'Running' OR Amount >= 100) ORDER BY StartTime DESC
 
-- Comparisons `key op value` with `=`, `!=` (or `<>`), `<`, `<=`, `>`, `>=`, and `key IN (v, ...)`.
-  Keys are the built-ins (`FlowId`, `RunId`, `FlowType`, `FlowStatus`, `StartTime`, `CloseTime`)
-  or an attribute's index key (`AttributeIndex.index_key`, default its name); a key in backticks
-  may hold any character but a backtick.
+- Comparisons `key op value` with `=`, `!=` (or `<>`), `<`, `<=`, `>`, `>=`; `key IN (v, ...)`,
+  `key NOT IN (v, ...)`, `key BETWEEN low AND high` (both included), `key STARTS_WITH 'prefix'`,
+  `key IS NULL` and `key IS NOT NULL` (the operators the server's Temporal visibility takes).
+  Keys are the built-ins (`FlowId`, `RunId`, `FlowType`, `FlowStatus`, `StartTime`, `CloseTime`,
+  and Temporal's names `WorkflowId` and `ExecutionStatus` for `FlowId` and `FlowStatus`) or an
+  attribute's index key (`AttributeIndex.index_key`, default its name); a key in backticks may
+  hold any character but a backtick. A key that is neither is an error, as on the server (the
+  reader, dexcli.store.search, knows which keys exist).
 - Values: strings in single or double quotes (a doubled quote, or a backslash, escapes the
   quote), numbers, `true`/`false`; times (`StartTime`, `CloseTime`, DATETIME keys) as quoted
   ISO-8601 strings (UTC when they name no zone) or epoch seconds. `FlowStatus` values are
@@ -19,7 +23,8 @@
 
 What a comparison on an index key means: `=` and the orderings match a flow that has a value
 satisfying it (for a KEYWORD_ARRAY, any element); `K != v` matches a flow that has K and no
-value equal to v (so `NOT K = v` also matches flows without K). FULL_TEXT keys take `=` and
+value equal to v (so `NOT K = v` also matches flows without K), and `K NOT IN (...)` one that has
+K and none of the values; `K IS NULL` matches a flow without a value of K. FULL_TEXT keys take `=` and
 `!=` only: `=` matches when the value's words (split at spaces and punctuation) contain the
 literal's words, adjacent and in order, ignoring ASCII case (a simple word match, not a
 stemming full-text engine).
@@ -39,7 +44,8 @@ from typing import Any, NamedTuple
 
 from dexcli.store.errors import StoreError
 
-KEYWORDS = {"AND", "OR", "NOT", "ORDER", "BY", "ASC", "DESC", "TRUE", "FALSE", "IN"}
+KEYWORDS = {"AND", "OR", "NOT", "ORDER", "BY", "ASC", "DESC", "TRUE", "FALSE", "IN", "BETWEEN", "STARTS_WITH", "IS",
+            "NULL"}
 OPERATORS = ("!=", "<>", "<=", ">=", "=", "<", ">")
 MAX_COMPARISONS = 200
 MAX_NESTING = 8  # SQLite's parser stack (100 entries) holds about 10 levels of the SQL this compiles to
@@ -144,8 +150,8 @@ class Literal(NamedTuple):
 
 class Compare(NamedTuple):
     key: str
-    op: str  # = != < <= > >= IN
-    values: tuple[Literal, ...]  # one, or several for IN
+    op: str  # = != < <= > >= IN, NOT IN, BETWEEN, STARTS_WITH, IS NULL, IS NOT NULL
+    values: tuple[Literal, ...]  # one; several for (NOT) IN; two for BETWEEN; none for IS (NOT) NULL
     column: int
 
 
@@ -249,13 +255,41 @@ class _Parser:
         if self.tok.kind != "IDENT":
             raise self.fail("a key", "a name such as FlowStatus or OrderStatus")
         key = self.take()
+        op = "IN"
+        if self.is_keyword("NOT"):
+            self.take()
+            if not self.is_keyword("IN"):
+                raise self.fail("IN after NOT", "key NOT IN (v, ...); to negate a comparison, put NOT before its key")
+            op = "NOT IN"
         if self.is_keyword("IN"):
             self.take()
             values = self.value_list()
             self.counted(len(values), key.column)
-            return Compare(key.value, "IN", values, key.column)
+            return Compare(key.value, op, values, key.column)
+        if self.is_keyword("IS"):
+            self.take()
+            negated = self.is_keyword("NOT")
+            if negated:
+                self.take()
+            if not self.is_keyword("NULL"):
+                raise self.fail("NULL", "key IS NULL or key IS NOT NULL")
+            self.take()
+            self.counted(1, key.column)
+            return Compare(key.value, "IS NOT NULL" if negated else "IS NULL", (), key.column)
+        if self.is_keyword("BETWEEN"):
+            self.take()
+            low = self.value()
+            if not self.is_keyword("AND"):
+                raise self.fail("AND between the two values of BETWEEN")
+            self.take()
+            self.counted(2, key.column)
+            return Compare(key.value, "BETWEEN", (low, self.value()), key.column)
+        if self.is_keyword("STARTS_WITH"):
+            self.take()
+            self.counted(1, key.column)
+            return Compare(key.value, "STARTS_WITH", (self.value(),), key.column)
         if self.tok.kind != "OP":
-            raise self.fail("an operator", "=, !=, <, <=, >, >= or IN")
+            raise self.fail("an operator", "=, !=, <, <=, >, >=, IN, NOT IN, BETWEEN, STARTS_WITH or IS [NOT] NULL")
         op = self.take().value
         self.counted(1, key.column)
         return Compare(key.value, op, (self.value(),), key.column)

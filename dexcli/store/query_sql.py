@@ -12,6 +12,9 @@ from typing import Any, NamedTuple
 from dexcli.store.query import Compare, Literal, Logical, Node, Not, Query, QueryError
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+# Temporal's other ExecutionStatus values: valid in a query, no local run has them
+NO_LOCAL_RUN = {"CONTINUEDASNEW": "CONTINUED_AS_NEW", "TIMEDOUT": "TIMED_OUT"}
+SET_OPS = ("=", "!=", "<", "<=", ">", ">=", "BETWEEN", "STARTS_WITH")  # read from index rows as one set
 TEXT_TYPES = ("keyword", "keyword_array", "full_text")
 BY_FLOW = " INDEXED BY search_by_flow"  # (flow_id, attr_key): one flow's index rows
 LOWEST_NUM = -1.7976931348623157e308  # where a flow without the ORDER BY key's number sorts
@@ -26,6 +29,8 @@ BUILTINS = {
     "FlowId": Builtin("f.flow_id", "text"), "RunId": Builtin("f.run_id", "text"),
     "FlowType": Builtin("f.flow_type", "text"), "FlowStatus": Builtin("f.status", "status"),
     "StartTime": Builtin("f.start_time", "time"), "CloseTime": Builtin("f.close_time", "time"),
+    # the names the server's Temporal visibility has for two of them
+    "WorkflowId": Builtin("f.flow_id", "text"), "ExecutionStatus": Builtin("f.status", "status"),
 }
 KeyType = Callable[[str], "str | None"]  # an index key's type (IndexType value), None if no flow has it
 
@@ -57,7 +62,7 @@ def compile_query(query: Query, key_type: KeyType, dense: Dense | None = None) -
         return types[key]
 
     indexed = [c for c in _comparisons(query.where) if c.key not in BUILTINS]
-    selective = {id(c) for c in _conjuncts(query.where) if c.key not in BUILTINS and c.op != "IN"
+    selective = {id(c) for c in _conjuncts(query.where) if c.key not in BUILTINS and c.op in SET_OPS
                  and dense is not None and not dense(*_subquery(c, typed(c.key), "set"))}
     compiler = _Compiler(typed, selective)
     where, args = ("1", []) if query.where is None else compiler.node(query.where)
@@ -100,10 +105,17 @@ class _Compiler:
         if isinstance(node, Not):
             inner, args = self.node(node.operand)
             return f"(NOT {inner})", args
-        if node.op == "IN":
-            parts = [self.node(Compare(node.key, "=", (v,), node.column)) for v in node.values]
-            return "(" + " OR ".join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
+        if node.op in ("IN", "NOT IN"):
+            op, joint = ("=", " OR ") if node.op == "IN" else ("!=", " AND ")
+            parts = [self.node(Compare(node.key, op, (v,), node.column)) for v in node.values]
+            return "(" + joint.join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
         builtin = BUILTINS.get(node.key)
+        if node.op in ("IS NULL", "IS NOT NULL"):
+            if builtin is not None:
+                return f"{builtin.column} {node.op}", []
+            has = (f"EXISTS (SELECT 1 FROM search_attributes{BY_FLOW} WHERE key = ? AND "
+                   "(text IS NOT NULL OR num IS NOT NULL) AND flow_id = f.flow_id)")
+            return (has if node.op == "IS NOT NULL" else f"(NOT {has})"), [node.key]
         if builtin is not None:
             return _builtin(builtin, node)
         return _indexed(node, self.key_type(node.key), "set" if id(node) in self.selective else "test")
@@ -127,16 +139,39 @@ def _builtin(b: Builtin, c: Compare) -> tuple[str, list[Any]]:
     lit = c.values[0]
     if b.kind == "status":
         if c.op not in ("=", "!="):
-            raise QueryError(f"FlowStatus takes = or != only, not {c.op}", c.column)
+            raise QueryError(f"{c.key} takes =, !=, IN or NOT IN only, not {c.op}", c.column)
         status = str(lit.value).upper() if isinstance(lit.value, str) else ""
-        if status not in STATUSES:
-            raise QueryError(f"FlowStatus is one of {', '.join(STATUSES)} (any case)", lit.column, lit.text)
+        status = NO_LOCAL_RUN.get(status.replace("_", ""), status)
+        if status not in STATUSES and status not in NO_LOCAL_RUN.values():
+            raise QueryError(f"{c.key} is one of {', '.join(STATUSES)} (any case)", lit.column, lit.text)
         return f"{b.column} {c.op} ?", [status]
+    values: list[Any]
     if b.kind == "time":
-        return f"{b.column} {c.op} ?", [_seconds(lit, c.key)]
-    if not isinstance(lit.value, str):
-        raise QueryError(f"{c.key} is compared with a quoted string", lit.column, lit.text)
-    return f"{b.column} {c.op} ?", [lit.value]
+        if c.op == "STARTS_WITH":
+            raise QueryError(f"STARTS_WITH takes a text key, and {c.key} is a time", c.column)
+        values = [_seconds(v, c.key) for v in c.values]
+    else:
+        for v in c.values:
+            if not isinstance(v.value, str):
+                raise QueryError(f"{c.key} is compared with a quoted string", v.column, v.text)
+        values = [v.value for v in c.values]
+        if c.op == "STARTS_WITH":
+            return _prefix(b.column, values[0])
+    if c.op == "BETWEEN":
+        return f"{b.column} BETWEEN ? AND ?", values
+    return f"{b.column} {c.op} ?", values
+
+
+def _prefix(column: str, prefix: str) -> tuple[str, list[Any]]:
+    """`column` starts with `prefix`, as a range an index reads: from the prefix up to the prefix
+    with its last character's successor (code point order is UTF-8's, SQLite's BINARY order)."""
+    if not prefix:
+        return f"{column} IS NOT NULL", []
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return f"substr({column}, 1, ?) = ?", [len(prefix), prefix]
+    upper = prefix[:-1] + chr(last + 1 if last + 1 not in range(0xD800, 0xE000) else 0xE000)
+    return f"{column} >= ? AND {column} < ?", [prefix, upper]
 
 
 def _seconds(lit: Literal, key: str) -> float:
@@ -182,22 +217,29 @@ def _subquery(c: Compare, known: str | None, form: str) -> tuple[str, tuple[Any,
     the flow `f` (form "test"); `!=` reads the rows of the values it excludes."""
     lit = c.values[0]
     kind = _kind_of(lit, known)
+    if c.op == "STARTS_WITH" and kind not in TEXT_TYPES[:2]:
+        raise QueryError(f"STARTS_WITH takes a KEYWORD or KEYWORD_ARRAY key; {c.key} is {kind.upper()}", c.column)
     column, value = _index_value(c, lit, kind)
+    args: list[Any]
     if kind == "full_text":
         if c.op not in ("=", "!="):
             raise QueryError(f"{c.key} is a FULL_TEXT key: it takes = or != only, not {c.op}", c.column)
         words = " ".join(str(value).lower().translate(_WORD_BREAKS).split())
         escaped = words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        test, arg = f"' ' || {_WORDS_SQL} || ' ' LIKE ? ESCAPE '\\' AND text IS NOT NULL", f"% {escaped} %"
+        test, args = f"' ' || {_WORDS_SQL} || ' ' LIKE ? ESCAPE '\\' AND text IS NOT NULL", [f"% {escaped} %"]
+    elif c.op == "STARTS_WITH":
+        test, args = _prefix(column, value)
+    elif c.op == "BETWEEN":
+        test, args = f"{column} BETWEEN ? AND ?", [value, _index_value(c, c.values[1], kind)[1]]
     else:
-        test, arg = f"{column} {'=' if c.op == '!=' else c.op} ?", value
+        test, args = f"{column} {'=' if c.op == '!=' else c.op} ?", [value]
     if form == "set":
-        return f"SELECT flow_id FROM search_attributes WHERE key = ? AND {test}", (c.key, arg)
+        return f"SELECT flow_id FROM search_attributes WHERE key = ? AND {test}", (c.key, *args)
     # a test reads one flow's rows: an equality has its own index entry; anything else would
     # make SQLite walk the key's whole range, so it reads the flow's rows instead
     exact = c.op in ("=", "!=") and kind != "full_text"
     return (f"SELECT 1 FROM search_attributes{'' if exact else BY_FLOW} WHERE key = ? AND {test} "
-            "AND flow_id = f.flow_id"), (c.key, arg)
+            "AND flow_id = f.flow_id"), (c.key, *args)
 
 
 def _indexed(c: Compare, known: str | None, form: str) -> tuple[str, list[Any]]:

@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 import sqlite3
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dexcli.store.query import Query, QueryError, parse
@@ -21,7 +22,7 @@ from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 if TYPE_CHECKING:
     from dexcli.store.store import Store
 
-BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime
+BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DENSE_MATCHES = 2000  # an index comparison matching this many flows is not selective
@@ -42,14 +43,36 @@ class SearchPage(NamedTuple):
     next_page_token: str  # "" on the last page
 
 
-def search_flows(store: Store, query: str, page_size: int = 0, page_token: str = "") -> SearchPage:
+def search_flows(store: Store, query: str, page_size: int = 0, page_token: str = "",
+                 declared: Callable[[], Collection[str]] | None = None) -> SearchPage:
     """One page of the flows `query` matches, in its order. `page_size` 0 means 100; at most 1000.
-    Raises QueryError for a query that does not parse or a token from another query."""
+    Raises QueryError for a query that does not parse, a token from another query, or (given
+    `declared`, which names the index keys the caller's flows declare, asked only when a key is
+    held by no flow) a key that is neither built in, declared, nor held: the server refuses a
+    search attribute it does not have; it does not match nothing."""
     if page_size < 0:
         raise ValueError("search page size must not be negative")
     size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
     tree = parse(query)
-    return store.read(lambda tx: _page(tx.c, tree_sql(tx.c, tree), size, page_token))
+
+    def read(tx: Any) -> SearchPage:
+        if declared is not None:
+            _refuse_unknown(tx.c, tree, declared)
+        return _page(tx.c, tree_sql(tx.c, tree), size, page_token)
+
+    return store.read(read)
+
+
+def _refuse_unknown(c: sqlite3.Connection, tree: Query, declared: Callable[[], Collection[str]]) -> None:
+    unseen = [k for k in index_keys_of(tree) if key_type(c, k) is None]
+    if not unseen:
+        return
+    names = set(declared())
+    unknown = [k for k in unseen if k not in names]
+    if unknown:
+        held = {str(r[0]) for r in c.execute("SELECT DISTINCT key FROM search_attributes")}
+        known = [*BUILTIN_KEYS, *sorted(held | names)]
+        raise QueryError(f"there is no search key {unknown[0]!r}; the keys are: {', '.join(known)}")
 
 
 def tree_sql(c: sqlite3.Connection, tree: Query) -> Compiled:
@@ -119,22 +142,6 @@ def _read_token(token: str, q: Compiled) -> tuple[Any, str]:
     if key != q.order_key or descending != q.descending or not isinstance(flow_id, str):
         raise QueryError("the page token belongs to a query with another ORDER BY")
     return value, flow_id
-
-
-def unseen_keys(store: Store, query: str) -> list[str]:
-    """The index keys `query` names that no flow in the database has (a typo, or a key of a
-    flow type that has not run yet: the caller can tell them apart). Raises QueryError."""
-    keys = index_keys_of(parse(query))
-
-    def unseen(tx: Any) -> list[str]:
-        return [k for k in keys if key_type(tx.c, k) is None]
-
-    return store.read(unseen)
-
-
-def index_keys(store: Store) -> list[str]:
-    """Every index key some flow in the database has, sorted."""
-    return store.read(lambda tx: sorted(r[0] for r in tx.c.execute("SELECT DISTINCT key FROM search_attributes")))
 
 
 def attribute_value(store: Store, flow_id: str, key: str) -> str | None:

@@ -42,6 +42,8 @@ def test_usage_errors(cli: Cli) -> None:
     assert_error(cli("stop", "p1", "--query", "FlowId = 'p1'"), 2, "not both")
     assert_error(cli("stop", "p1", "--yes"), 2, "go with --query")
     assert_error(cli("stop", "--query", "FlowId = ", "--yes"), 2)
+    assert_error(cli("stop", "--query", "JobState = 'x'", "--yes"), 2, "there is no search key 'JobState'")
+    assert cli.ok("stop", "--query", "WorkflowId STARTS_WITH 'q'", "--yes").stdout == "no running flows match\n"
     assert_error(cli("stop", "--query", "FlowId = 'p1'", "--type", "pause", "--yes"), 2, "--type must be")
     assert cli.ok("stop", "p1").stdout == "flow p1 stopped (cancel)\n"  # one flow by id, as before
 

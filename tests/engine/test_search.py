@@ -5,6 +5,7 @@ selective comparison's index rows, or walking flows in StartTime order)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,22 @@ from typing import Any
 
 import pytest
 
-from dexcli import Client, DexServiceError, FlowStatus, SearchFlowsPage, Value, WireKind
+from dexcli import (
+    Attribute,
+    Client,
+    Context,
+    DexServiceError,
+    Flow,
+    FlowStatus,
+    PersistenceSchema,
+    SearchFlowsPage,
+    Step,
+    StepDecision,
+    StepList,
+    Value,
+    WireKind,
+    graceful_complete,
+)
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.sdk.attributes import AttributeIndex, IndexType
 from dexcli.store import FlowState, Store
@@ -88,8 +104,25 @@ def ids(client: Client, query: str, page_size: int = 100) -> list[str]:
     ("OrderStatus = 'new' OR Amount = 5", ["o4", "o2"]),
     ("(OrderStatus = 'new' OR Amount = 5) AND NOT Amount = 5", ["o2"]),
     ("OrderStatus IN ('new', 'paid') AND Amount IN (10, 25)", ["o2", "o1"]),
-    ("Nobody = 'x'", []),
     ("", ["o4", "o3", "o2", "o1"]),
+    # the keys and operators of the server's (Temporal's) visibility queries
+    ("WorkflowId = 'o2'", ["o2"]), ("WorkflowId STARTS_WITH 'o'", ["o4", "o3", "o2", "o1"]),
+    ("FlowId STARTS_WITH 'o2'", ["o2"]), ("FlowId STARTS_WITH ''", ["o4", "o3", "o2", "o1"]),
+    ("ExecutionStatus = 'Running'", ["o4", "o2", "o1"]), ("ExecutionStatus = 'Completed'", ["o3"]),
+    ("ExecutionStatus IN ('Completed', 'Failed')", ["o3"]), ("ExecutionStatus = 'TimedOut'", []),
+    ("ExecutionStatus NOT IN ('Running', 'ContinuedAsNew')", ["o3"]),
+    ("Amount BETWEEN 10 AND 25", ["o2", "o1"]), ("NOT Amount BETWEEN 10 AND 25", ["o4", "o3"]),
+    ("Amount BETWEEN 10 AND 25 AND OrderStatus = 'new'", ["o2"]),
+    ("StartTime BETWEEN 200 AND '1970-01-01T00:05:00Z'", ["o3", "o2"]),
+    ("due BETWEEN '1970-01-02' AND '1970-01-02T12:00:00Z'", ["o1"]),
+    ("FlowId BETWEEN 'o2' AND 'o3'", ["o3", "o2"]),
+    ("OrderStatus STARTS_WITH 'pa'", ["o3", "o1"]), ("OrderStatus STARTS_WITH 'paid!'", []),
+    ("tags STARTS_WITH 'bl'", ["o2"]),
+    ("OrderStatus IS NULL", ["o4"]), ("OrderStatus IS NOT NULL", ["o3", "o2", "o1"]),
+    ("tags IS NULL", ["o4", "o3"]),  # o3's array is empty: no value
+    ("CloseTime IS NULL", ["o4", "o2", "o1"]), ("CloseTime IS NOT NULL", ["o3"]),
+    ("Amount NOT IN (10, 25)", ["o4", "o3"]), ("OrderStatus NOT IN ('new')", ["o3", "o1"]),
+    ("FlowId NOT IN ('o1', 'o2')", ["o4", "o3"]),
 ])
 def test_queries(client: Client, query: str, expected: list[str]) -> None:
     assert ids(client, query) == expected
@@ -148,6 +181,53 @@ def test_paging_through_an_order_by_on_an_index_key(client: Client) -> None:
         if not token:
             break
     assert seen == ["o3", "o2", "o1", "o4"]
+
+
+class Only(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class Orders(Flow[int]):
+    """Declares the index key OrderStatus."""
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Only())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(Attribute("status", str, index=INDEXES["status"]))
+
+
+def test_a_key_no_flow_has_and_no_registered_flow_declares_is_an_error(tmp_path: Path) -> None:
+    """The server refuses a search attribute it does not have; an unknown key never silently
+    matches nothing. A key a registered flow declares, which no flow holds yet, matches nothing."""
+    with Client(db=tmp_path / "dex.db") as bare:
+        add(bare.store, "o1", 100.0, {"amount": 10})
+        with pytest.raises(DexServiceError, match="there is no search key 'OrderStatus'; the keys are: FlowId, "
+                                                  "RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, "
+                                                  "ExecutionStatus, Amount"):
+            bare.search_flows("OrderStatus = 'paid'", 10)
+        with pytest.raises(DexServiceError, match="no search key 'Nobody'"):
+            bare.search_flows("Amount > 1 ORDER BY Nobody", 10)
+    with Client([Orders()], db=tmp_path / "dex.db") as registered:
+        assert ids(registered, "OrderStatus = 'paid'") == []
+        assert ids(registered, "OrderStatus IS NULL") == ["o1"]
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("FlowStatus BETWEEN 'a' AND 'b'", "FlowStatus takes =, !=, IN or NOT IN only, not BETWEEN"),
+    ("ExecutionStatus = 'Sleeping'", "ExecutionStatus is one of RUNNING"),
+    ("StartTime STARTS_WITH '1970'", "STARTS_WITH takes a text key, and StartTime is a time"),
+    ("notes STARTS_WITH 'gl'", "STARTS_WITH takes a KEYWORD or KEYWORD_ARRAY key; notes is FULL_TEXT"),
+    ("due STARTS_WITH '1970'", "STARTS_WITH takes a KEYWORD or KEYWORD_ARRAY key; due is DATETIME"),
+    ("vip BETWEEN false AND true", "vip is a BOOL key: it takes = or != only, not BETWEEN"),
+    ("Amount BETWEEN 1 OR 2", "expected AND between the two values of BETWEEN at column 18"),
+    ("Amount IS 5", "expected NULL at column 11"),
+    ("Amount NOT = 5", "expected IN after NOT at column 12"),
+])
+def test_the_new_operators_refuse_what_they_cannot_compare(client: Client, query: str, said: str) -> None:
+    with pytest.raises(DexServiceError, match=re.escape(said)):
+        client.search_flows(query, 10)
 
 
 def test_bad_queries_tokens_and_sizes(client: Client) -> None:

@@ -29,6 +29,20 @@ def test_every_operator(op: str) -> None:
     assert cmp(parse(f"Amount {op} 5").where) == ("Amount", op, 5)
 
 
+def test_the_servers_operators_parse() -> None:
+    """BETWEEN, STARTS_WITH, IS [NOT] NULL and NOT IN, as Temporal's visibility queries write them;
+    BETWEEN's AND belongs to it, not to the conjunction."""
+    node = parse("Amount BETWEEN 1 AND 5 AND Status STARTS_WITH 'pa'").where
+    assert isinstance(node, Logical) and node.op == "AND"
+    assert isinstance(node.left, Compare) and (node.left.op, [v.value for v in node.left.values]) == ("BETWEEN", [1, 5])
+    assert cmp(node.right) == ("Status", "STARTS_WITH", "pa")
+    nulls = parse("Status IS NULL OR Tags is not null").where
+    assert isinstance(nulls, Logical) and isinstance(nulls.left, Compare) and isinstance(nulls.right, Compare)
+    assert [(c.op, c.values) for c in (nulls.left, nulls.right)] == [("IS NULL", ()), ("IS NOT NULL", ())]
+    notin = parse("Status NOT IN ('a', 'b')").where
+    assert isinstance(notin, Compare) and (notin.op, [v.value for v in notin.values]) == ("NOT IN", ["a", "b"])
+
+
 def test_literals() -> None:
     assert cmp(parse("Status = 'paid'").where)[2] == "paid"
     assert cmp(parse('Status = "pa\'id"').where)[2] == "pa'id"
@@ -121,7 +135,7 @@ def test_selective_comparisons_read_their_index_rows_and_others_test_each_flow()
 
 @pytest.mark.parametrize(("query", "message"), [
     ("FlowStatus = 'Sleeping'", "FlowStatus is one of"),
-    ("FlowStatus > 'RUNNING'", "takes = or != only"),
+    ("FlowStatus > 'RUNNING'", "takes =, !=, IN or NOT IN only, not >"),
     ("Amount = 'five'", "INT key: compare it with a number"),
     ("Status = 5", "KEYWORD key: compare it with a quoted string"),
     ("Vip = 1", "BOOL key: compare it with true or false"),

@@ -121,5 +121,8 @@ def stop(tx: Tx, flow_id: str, stop_type: str, reason: str | None, now: float) -
     if not flow.is_running:
         raise FlowEndedError(f"flow {flow_id} is already {flow.status.value}")
     kind = _STOPS[stop_type]
-    close(tx, flow_id, now, Closed(kind.status, kind.error_type, reason or f"stopped ({stop_type.lower()})"))
+    # FAIL's default is the server's, what client code reads; CANCEL and TERMINATE give client
+    # code no message, so dex's note is only for inspect and the live view
+    default = "fail by client" if stop_type == "FAIL" else f"stopped ({stop_type.lower()})"
+    close(tx, flow_id, now, Closed(kind.status, kind.error_type, reason or default))
     return Closed(kind.status, kind.error_type, reason)
