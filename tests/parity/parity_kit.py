@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import dexcli
+from dexcli.graph.portability import OFFICIAL_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SDKS = ("dexcli", "dex")
 
-_IMPORT = re.compile(r"^from dexcli(\.\w+)? import\b", re.M)  # dexcli, or one of the official module paths
+# dexcli, or one of the official module paths (dexcli's own modules, such as dexcli.testing, stay)
+_IMPORT = re.compile(rf"^from dexcli(\.(?:{'|'.join(map(re.escape, OFFICIAL_MODULES))}))?(?=\s+import\b)", re.M)
 
 # Dex's defaults for options a step leaves unset (StepOptions / RetryPolicy docstrings of the
 # official SDK; the server fills them in). dexcli resolves the same ones itself.
@@ -67,7 +69,7 @@ def readme_example() -> str:
 def for_sdk(source: str, sdk: str) -> str:
     """The source as a flow author would write it for `sdk`: the import line swapped."""
     assert _IMPORT.search(source), "a corpus source imports the SDK with `from dexcli import ...`"
-    return source if sdk == "dexcli" else _IMPORT.sub(lambda m: f"from dex{m.group(1) or ''} import", source)
+    return source if sdk == "dexcli" else _IMPORT.sub(lambda m: f"from dex{m.group(1) or ''}", source)
 
 
 _loaded: dict[tuple[str, str], types.ModuleType] = {}
