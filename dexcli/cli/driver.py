@@ -24,7 +24,7 @@ from rich.text import Text
 
 from dexcli.cli.errors import CliError
 from dexcli.cli.foreign_events import ForeignEvents, print_json
-from dexcli.cli.loader import load_ref
+from dexcli.cli.loader import ref_flows
 from dexcli.cli.render import Hanging, LineDiffer, final_card, header, live_view
 from dexcli.cli.shown import shown_data
 from dexcli.cli.stopping import (
@@ -69,10 +69,10 @@ def make_clock(time_skip: bool) -> Clock:
     return Clock(follow_real=True, auto_advance=time_skip)
 
 
-def engine_loader(ref: str) -> Flow[Any]:
-    """`load_ref` for the engine, which skips a flow it cannot load (a DexError) with the reason."""
+def engine_loader(ref: str) -> tuple[Flow[Any], ...]:
+    """`ref_flows` for the engine, which skips a flow it cannot load (a DexError) with the reason."""
     try:
-        return load_ref(ref)
+        return ref_flows(ref)
     except CliError as exc:
         raise FlowNotRegisteredError(str(exc)) from None
 
