@@ -47,6 +47,7 @@ from dexcli.engine.core import Engine
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.faults import Faults
+from dexcli.engine.inspect_json import dex_cli_json
 from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
 from dexcli.graph.checks import static_problems
@@ -216,7 +217,7 @@ class View:
         if final and self.mode in ("live", "lines") and snap["summary"]["flowStatus"] != "RUNNING":
             self._output(lambda: self.console.print(final_card(view), highlight=False))
         if self.mode == "json":
-            self._output(lambda: print(json.dumps(snap), flush=True))
+            self._output(lambda: print(json.dumps(dex_cli_json(snap)), flush=True))
         return snap
 
     def abandon(self) -> None:

@@ -223,11 +223,12 @@ def resume(
 
 def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
     from dexcli.cli.render import final_card
+    from dexcli.engine.inspect_json import dex_cli_json
     from dexcli.engine.views import inspect_flow
 
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     if json_out:
-        print(json.dumps(snap))
+        print(json.dumps(dex_cli_json(snap)))
     else:
         out_console().print(final_card(shown_data(snap)))
         print(f"(flow {flow_id} had already ended; nothing to resume)")
