@@ -30,9 +30,7 @@ STEP_EVENTS = ("StepExecuteCompleted", "StepExecuteFailed", "StepWaitForComplete
 
 def dex_cli_json(snap: dict[str, Any]) -> dict[str, Any]:
     """The snapshot with the Dex CLI's keys first and its value forms where the two overlap."""
-    summary = snap["summary"]
-    return {"summary": _summary(summary), "history": _history(summary, snap["history"], snap["state"]),
-            "state": _state(snap["state"]),
+    return {"summary": _summary(snap["summary"]), "history": history_json(snap), "state": _state(snap["state"]),
             **{k: v for k, v in snap.items() if k not in ("summary", "history", "state")}}
 
 
@@ -77,11 +75,13 @@ def _summary(s: dict[str, Any]) -> dict[str, Any]:
     return {**dex_cli, **{k: v for k, v in s.items() if k not in dex_cli}}
 
 
-def _history(summary: dict[str, Any], events: list[dict[str, Any]], state: dict[str, Any]) -> dict[str, Any]:
-    """`history` as the Dex CLI's (every page loaded: no next page)."""
-    last = int(events[-1]["eventId"]) if events else 0
+def history_json(snap: dict[str, Any], events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`history` as the Dex CLI's (`dexcli flow history`): the snapshot's events, or `events` of
+    them (one step's); every page loaded, so no next page."""
+    summary, every = snap["summary"], snap["history"]
+    last = int(every[-1]["eventId"]) if every else 0
     return {"flowId": summary["flowId"], "runId": summary["runId"],
-            "events": [_event(e, summary, state) for e in events],
+            "events": [_event(e, summary, snap["state"]) for e in (every if events is None else events)],
             "nextPageToken": "", "nextInternalEventId": last + 1}
 
 

@@ -115,7 +115,7 @@ def app(tmp_path: Path) -> Path:
 def test_run_a_flow_built_by_a_function_with_its_service(cli: Cli, app: Path) -> None:
     cli.ok("run", "--file", f"{app}:make_flow", "--input", "7", "--flow-id", "f1")
     snap = cli.json("inspect", "f1", "--json")
-    assert snap["summary"]["flowStatus"] == "COMPLETED"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     assert outputs(snap) == [21]  # the Payments service's rate 3, passed in by make_flow
     assert snap["summary"]["flowRef"] == f"file:{app}:make_flow"
 
