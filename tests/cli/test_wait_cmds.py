@@ -213,8 +213,9 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
     snap = cli.json("inspect", votes, "--json")
     assert set(snap) >= {"summary", "steps", "streams", "history", "now", "state"}
     [active] = snap["state"]["activeStepExecutions"]
-    assert set(active) == {"stepExecutionId", "fromStepExecutionId", "stepType", "phase", "movement", "waitingCondition",
-                           "completedConditions", "stepExecutionLocals", "timers", "lastFailureInfo"}
+    assert set(active) == {"stepExecutionId", "fromStepExecutionId", "stepType", "phase", "movement",
+                           "waitingCondition", "completedConditions", "stepExecutionLocals", "timers",
+                           "lastFailureInfo"}
     assert (active["stepExecutionId"], active["stepType"], active["phase"]) == (
         "Collect-1", "Collect", "ACTIVE_STEP_PHASE_WAITING")
     wait = active["waitingCondition"]
