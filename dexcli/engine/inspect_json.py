@@ -30,7 +30,7 @@ STEP_EVENTS = ("StepExecuteCompleted", "StepExecuteFailed", "StepWaitForComplete
 
 def dex_cli_json(snap: dict[str, Any]) -> dict[str, Any]:
     """The snapshot with the Dex CLI's keys first and its value forms where the two overlap."""
-    return {"summary": _summary(snap["summary"]), "history": history_json(snap), "state": _state(snap["state"]),
+    return {"summary": _summary(snap["summary"]), "history": history_json(snap), "state": _state(snap),
             **{k: v for k, v in snap.items() if k not in ("summary", "history", "state")}}
 
 
@@ -132,19 +132,26 @@ def _step_context(p: dict[str, Any]) -> dict[str, Any]:
             "duration": None if duration is None else proto_duration(duration)}
 
 
-def _state(s: dict[str, Any]) -> dict[str, Any]:
+def _state(snap: dict[str, Any]) -> dict[str, Any]:
     """`state`: the active step executions the server would list (those no attempt has started
     are `queuedSteps` there), their phase and timers in its enum names and times."""
+    s = snap["state"]
     queued = {q["stepExecutionId"] for q in s["queuedSteps"]}
-    active = [_active(a) for a in s["activeStepExecutions"] if a["stepExecutionId"] not in queued]
+    waits = {st["stepExecutionId"]: st.get("waitFor") for st in snap["steps"]}
+    active = [_active(a, waits.get(a["stepExecutionId"])) for a in s["activeStepExecutions"]
+              if a["stepExecutionId"] not in queued]
     return {"flowConfig": s["flowConfig"], "attributes": s["attributes"], "activeStepExecutions": active,
             "queuedSteps": s["queuedSteps"], "pendingChannelMessages": s["pendingChannelMessages"],
             "completedSteps": s["completedSteps"],
             **{k: v for k, v in s.items() if k not in ("activeStepExecutions",)}}
 
 
-def _active(a: dict[str, Any]) -> dict[str, Any]:
-    return {**a, "phase": f"ACTIVE_STEP_PHASE_{a['phase']}", "timers": [_timer(t) for t in a["timers"]]}
+def _active(a: dict[str, Any], wait_for: dict[str, Any] | None) -> dict[str, Any]:
+    """The server's phase is WAITING from the moment a wait is committed until it ends (while
+    the wait_for method itself runs, the step is ACTIVE there; dex's view says WAITING then)."""
+    waiting = a["waitingCondition"] is not None and wait_for is not None and wait_for["endTime"] is None
+    return {**a, "phase": "ACTIVE_STEP_PHASE_WAITING" if waiting else "ACTIVE_STEP_PHASE_ACTIVE",
+            "timers": [_timer(t) for t in a["timers"]]}
 
 
 def _timer(t: dict[str, Any]) -> dict[str, Any]:

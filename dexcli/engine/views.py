@@ -258,7 +258,7 @@ def _active(s: StepRecord, at: float, attempts: list[AttemptRecord]) -> dict[str
             "completedConditions": None if wait is None else {"completedTimerConditions": {
                 str(t["conditionIndex"]): f"INTERNAL_TIMER_STATUS_{t['status']}" for t in timers
                 if t["status"] != "PENDING"}},
-            "stepExecutionLocals": [{"key": k, "value": v} for k, v in (_j(s.locals) or {}).items()],
+            "stepExecutionLocals": [{"key": k, "value": json.loads(v)} for k, v in (_j(s.locals) or {}).items()],
             "timers": timers,
             "lastFailureInfo": last_failure(s, attempts)}
 
