@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from dexcli.engine.wait_kinds import CHANNEL, TIMER
+
 EVENT_TYPES = {"FlowStarted": "FlowStartedOrContinued"}
 """dex's history event names that the server spells otherwise (dex's own events keep theirs)."""
 
@@ -140,24 +142,53 @@ def _state(snap: dict[str, Any]) -> dict[str, Any]:
     waits = {st["stepExecutionId"]: st.get("waitFor") for st in snap["steps"]}
     active = [_active(a, waits.get(a["stepExecutionId"])) for a in s["activeStepExecutions"]
               if a["stepExecutionId"] not in queued]
-    return {"flowConfig": s["flowConfig"], "attributes": s["attributes"], "activeStepExecutions": active,
-            "queuedSteps": s["queuedSteps"], "pendingChannelMessages": s["pendingChannelMessages"],
-            "completedSteps": s["completedSteps"],
-            **{k: v for k, v in s.items() if k not in ("activeStepExecutions",)}}
+    pending = {queue: {"values": [m["value"] for m in messages]}
+               for queue, messages in s["pendingChannelMessages"].items()}
+    return {"flowConfig": s["flowConfig"], "attributes": s["attributeKeys"], "activeStepExecutions": active,
+            "queuedSteps": s["queuedSteps"], "pendingChannelMessages": pending, "completedSteps": s["completedSteps"],
+            # dex's own forms of the same data, under their own names
+            "attributesByName": s["attributes"], "attributeMaps": s["attributeMaps"],
+            "channelMessages": s["pendingChannelMessages"], "locks": s["locks"]}
 
 
 def _active(a: dict[str, Any], wait_for: dict[str, Any] | None) -> dict[str, Any]:
     """The server's phase is WAITING from the moment a wait is committed until it ends (while
     the wait_for method itself runs, the step is ACTIVE there; dex's view says WAITING then)."""
-    waiting = a["waitingCondition"] is not None and wait_for is not None and wait_for["endTime"] is None
+    wait = a["waitingCondition"]
+    waiting = wait is not None and wait_for is not None and wait_for["endTime"] is None
     return {**a, "phase": "ACTIVE_STEP_PHASE_WAITING" if waiting else "ACTIVE_STEP_PHASE_ACTIVE",
-            "timers": [_timer(t) for t in a["timers"]]}
+            "waitingCondition": None if wait is None else _waiting_condition(wait),
+            "timers": [_timer(t) for t in a["timers"]], "wait": wait}
+
+
+WAIT_TYPES = {"all_of": "WAITING_CONDITION_TYPE_ALL_COMPLETED", "any_of": "WAITING_CONDITION_TYPE_ANY_COMPLETED",
+              "any_combination_of": "WAITING_CONDITION_TYPE_ANY_COMBINATION_COMPLETED"}
+
+
+def _waiting_condition(wait: dict[str, Any]) -> dict[str, Any]:
+    """dex's persisted Wait as the server's WaitingConditionState (timers by their fixed firing
+    second, channels by their queue's name)."""
+    conditions = wait["conditions"]
+    return {"waitingConditionType": WAIT_TYPES.get(wait["kind"], "WAITING_CONDITION_TYPE_UNSPECIFIED"),
+            "timerConditions": [{"conditionId": c["conditionId"],
+                                 "firingUnixTimestampSeconds": _unix_seconds(c["firingTime"])}
+                                for c in conditions if c["kind"] == TIMER],
+            "channelConditions": [{"conditionId": c["conditionId"], "channelName": c["queue"],
+                                   "atLeast": c["atLeast"], "atMost": c["atMost"]}
+                                  for c in conditions if c["kind"] == CHANNEL],
+            "conditionCombinations": [{"conditionIds": [conditions[i]["conditionId"] for i in combo]}
+                                      for combo in wait.get("combinations", [])]}
+
+
+def _unix_seconds(iso: str) -> str:
+    """An ISO time in whole Unix seconds, rounded down as the server's interpreter fixes a timer's
+    firing time (an int64: a string)."""
+    return str(int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() // 1))
 
 
 def _timer(t: dict[str, Any]) -> dict[str, Any]:
     """A TimerInfo: the firing time in whole Unix seconds (an int64: a string), rounded down as
     the server's interpreter fixes it; dex's ISO `firingTime` and `conditionIndex` stay."""
-    firing = datetime.fromisoformat(t["firingTime"].replace("Z", "+00:00")).timestamp()
-    return {"conditionId": t["conditionId"], "firingUnixTimestampSeconds": str(int(firing // 1)),
+    return {"conditionId": t["conditionId"], "firingUnixTimestampSeconds": _unix_seconds(t["firingTime"]),
             "status": f"INTERNAL_TIMER_STATUS_{t['status']}", "conditionIndex": t["conditionIndex"],
             "firingTime": t["firingTime"]}

@@ -312,17 +312,20 @@ class Locks:
 
 def attribute_values(rows: list[tuple[str, str, str | None, str]]) -> dict[str, Any]:
     """`state.attributes`: {name: value}, an AttributeMap's instances as {name: {instance: value}};
-    `state.attributeMaps`: the names that are AttributeMaps (a plain value may be an object too)."""
+    `state.attributeMaps`: the names that are AttributeMaps (a plain value may be an object too);
+    `state.attributeKeys`: [{key, value}] by stored key, the server's KV list."""
     values: dict[str, Any] = {}
     maps: list[str] = []
-    for _key, name, instance, value in rows:
+    stored: list[dict[str, Any]] = []
+    for key, name, instance, value in rows:
+        stored.append({"key": key, "value": json.loads(value)})
         if instance is None:
-            values[name] = json.loads(value)
+            values[name] = stored[-1]["value"]
         else:
-            values.setdefault(name, {})[instance] = json.loads(value)
+            values.setdefault(name, {})[instance] = stored[-1]["value"]
             if name not in maps:
                 maps.append(name)
-    return {"attributes": values, "attributeMaps": maps}
+    return {"attributes": values, "attributeMaps": maps, "attributeKeys": stored}
 
 
 def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[str, str, str]],

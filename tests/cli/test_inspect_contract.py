@@ -25,15 +25,17 @@ HISTORY_KEYS = {"flowId", "runId", "events", "nextPageToken", "nextInternalEvent
 STATE_KEYS = {"flowConfig", "attributes", "activeStepExecutions", "queuedSteps", "pendingChannelMessages",
               "completedSteps"}
 ACTIVE_KEYS = {"stepExecutionId", "fromStepExecutionId", "stepType", "phase", "movement", "waitingCondition",
-               "completedConditions", "stepExecutionLocals", "timers", "lastFailureInfo"}
+               "completedConditions", "stepExecutionLocals", "timers", "lastFailureInfo", "wait"}
 
 FLOWS = '''
 from datetime import timedelta
 
-from dexcli import (Channel, Context, Flow, PersistenceSchema, Step, StepDecision, StepList, Timer, Wait,
-                    graceful_complete)
+from dexcli import (Attribute, AttributeMap, Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepDecision,
+                    StepList, Timer, Wait, graceful_complete, rpc)
 
 go = Channel("go", str)
+status = Attribute("status", str)
+notes = AttributeMap("notes", str)
 
 
 class Gate(Step[str]):
@@ -50,7 +52,13 @@ class GateFlow(Flow[str]):
         return StepList.start_step(Gate())
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(go)
+        return PersistenceSchema.of(go, status, notes)
+
+    @rpc
+    def nudge(self, context: Context, who: str) -> RPCResult[str]:
+        status.set(context, "nudged")
+        notes.set(context, who, "hi")
+        return RPCResult(who)
 
 
 class Flaky(Step[int]):
@@ -175,13 +183,21 @@ def test_a_waiting_step_has_its_locals_timers_and_completed_conditions(cli: Cli,
 
     _start(db, f"{flows}:GateFlow", "g", "ann")
     drive_until(db, "g", lambda store: store.steps_of("g")[0].status is StepState.WAITING)
-    [active] = cli.json("inspect", "g", "--json")["state"]["activeStepExecutions"]
+    state = cli.json("inspect", "g", "--json")["state"]
+    [active] = state["activeStepExecutions"]
     assert set(active) == ACTIVE_KEYS and active["phase"] == "ACTIVE_STEP_PHASE_WAITING"
+    condition = active["waitingCondition"]  # the server's WaitingConditionState; dex's own Wait is `wait`
+    assert condition["waitingConditionType"] == "WAITING_CONDITION_TYPE_ANY_COMPLETED"
+    assert condition["channelConditions"] == [{"conditionId": "go", "channelName": "go", "atLeast": 1, "atMost": 1}]
+    assert [c["conditionId"] for c in condition["timerConditions"]] == ["soon"]
+    assert condition["conditionCombinations"] == [] and active["wait"]["kind"] == "any_of"
+    assert state["pendingChannelMessages"] == {} and state["attributes"] == []
     assert active["stepExecutionLocals"] == [{"key": "asked", "value": "ann"}]
     assert active["completedConditions"] == {"completedTimerConditions": {}}
     [timer] = active["timers"]
     fired_at = datetime.fromisoformat(timer["firingTime"].replace("Z", "+00:00"))
     assert timer["firingUnixTimestampSeconds"] == str(int(fired_at.timestamp()))  # an int64, in whole seconds
+    assert condition["timerConditions"][0]["firingUnixTimestampSeconds"] == timer["firingUnixTimestampSeconds"]
     assert (timer["conditionId"], timer["status"]) == ("soon", "INTERNAL_TIMER_STATUS_PENDING")
     assert datetime.fromtimestamp(int(timer["firingUnixTimestampSeconds"]), UTC) <= fired_at
 
@@ -195,3 +211,15 @@ def test_history_json_is_the_dex_cli_flow_history_shape(cli: Cli) -> None:
     cli.ok("run", "three-steps", "--input", "1", "--flow-id", "t")
     history = cli.json("inspect", "t", "--history", "--json")
     assert set(history) == HISTORY_KEYS and history["events"][0]["type"] == "FlowStartedOrContinued"
+
+
+def test_attributes_and_channel_messages_in_the_servers_forms(cli: Cli, db: Path, flows: Path, tmp_path: Path) -> None:
+    from dexcli.store import StepState
+
+    _start(db, f"{flows}:GateFlow", "g", "ann")
+    drive_until(db, "g", lambda store: store.steps_of("g")[0].status is StepState.WAITING)
+    cli.ok("rpc", "g", "nudge", "--input", '"bob"', "--file", f"{flows}:GateFlow")
+    state = cli.json("inspect", "g", "--json")["state"]
+    assert state["attributes"] == [{"key": "notes/bob", "value": "hi"}, {"key": "status", "value": "nudged"}]
+    assert state["attributesByName"] == {"status": "nudged", "notes": {"bob": "hi"}}  # dex's own
+    assert state["attributeMaps"] == ["notes"]

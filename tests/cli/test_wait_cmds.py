@@ -215,10 +215,10 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
     [active] = snap["state"]["activeStepExecutions"]
     assert set(active) == {"stepExecutionId", "fromStepExecutionId", "stepType", "phase", "movement",
                            "waitingCondition", "completedConditions", "stepExecutionLocals", "timers",
-                           "lastFailureInfo"}
+                           "lastFailureInfo", "wait"}
     assert (active["stepExecutionId"], active["stepType"], active["phase"]) == (
         "Collect-1", "Collect", "ACTIVE_STEP_PHASE_WAITING")
-    wait = active["waitingCondition"]
+    wait = active["wait"]  # dex's own form of `waitingCondition`
     assert wait["kind"] == "any_of"
     channel, soon, later = wait["conditions"]
     assert (channel["kind"], channel["conditionId"], channel["channel"], channel["atLeast"], channel["atMost"]) == (
@@ -229,7 +229,8 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
         {"conditionId": "soon", "conditionIndex": 0, "status": "INTERNAL_TIMER_STATUS_PENDING"},
         {"conditionId": None, "conditionIndex": 1, "status": "INTERNAL_TIMER_STATUS_PENDING"}]
     assert active["timers"][0]["firingTime"] == soon["firingTime"]
-    [message] = snap["state"]["pendingChannelMessages"]["votes"]
+    assert snap["state"]["pendingChannelMessages"] == {"votes": {"values": ["ann"]}}
+    [message] = snap["state"]["channelMessages"]["votes"]
     assert message["value"] == "ann" and len(message["messageId"]) == 36
     wf = snap["steps"][0]["waitFor"]
     assert set(wf) == {"startTime", "endTime", "outcome", "conditionResults", "maxAttempts"}
@@ -244,7 +245,7 @@ def test_inspect_json_of_a_closed_flow_keeps_the_last_known_state(cli: Cli, vote
     [active] = state["activeStepExecutions"]
     assert active["phase"] == "ACTIVE_STEP_PHASE_WAITING"
     assert [t["status"] for t in active["timers"]] == ["INTERNAL_TIMER_STATUS_PENDING"] * 2
-    assert [m["value"] for m in state["pendingChannelMessages"]["votes"]] == ["ann"]
+    assert [m["value"] for m in state["channelMessages"]["votes"]] == ["ann"]
 
 
 def test_inspect_json_after_the_wait_records_its_condition_results(cli: Cli, votes: str) -> None:
@@ -271,11 +272,11 @@ def test_steps_without_wait_for_have_no_wait_for_key(cli: Cli) -> None:
     cli.ok("run", "three-steps", "--flow-id", "t", "--input", "1")
     snap = cli.json("inspect", "t", "--json")
     assert all("waitFor" not in s for s in snap["steps"])
-    assert snap["state"] == {"flowConfig": {"stepDurability": "STEP_DURABILITY_SYNC"}, "attributes": {},
+    assert snap["state"] == {"flowConfig": {"stepDurability": "STEP_DURABILITY_SYNC"}, "attributes": [],
                              "activeStepExecutions": [], "queuedSteps": [], "pendingChannelMessages": {},
                              "completedSteps": [{"completedStepType": "Third", "completedStepExecutionId": "Third-1",
                                                  "completedStepOutput": 7}],
-                             "attributeMaps": [], "locks": []}
+                             "attributesByName": {}, "attributeMaps": [], "channelMessages": {}, "locks": []}
 
 
 # ------------------------------------------------------------------------------ live view ---
