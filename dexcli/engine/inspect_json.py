@@ -5,7 +5,8 @@ the same key, the JSON takes the Dex CLI's value form (its enums' names, its eve
 its times), and dex's own keys stay beside them (docs/inspect-json.md lists both, key by
 key). The live view and the text commands render from the snapshot itself; only what is
 printed as JSON (`inspect --json`, and the last line of `run/resume/watch --json`) goes
-through `dex_cli_json`. Pure: no I/O, stdlib only (the `inspect --json` fast path imports it).
+through `dex_cli_json`. Pure: no I/O, nothing heavier than the stdlib (the `inspect --json` fast
+path imports it).
 """
 
 from __future__ import annotations
