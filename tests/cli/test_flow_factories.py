@@ -26,7 +26,7 @@ import os
 import time
 from pathlib import Path
 
-from dexcli import Context, Flow, Registry, Step, StepDecision, StepList, graceful_complete
+from dexcli import Context, Flow, Registry, RPCResult, Step, StepDecision, StepList, graceful_complete, rpc
 
 
 class Payments:
@@ -67,6 +67,10 @@ class Echo(Step[str]):
 class EchoFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Echo())
+
+    @rpc
+    def shout(self, context: Context, text: str) -> RPCResult[str]:
+        return RPCResult(text.upper() + "!")
 
 
 def make_flow() -> ShopFlow:
@@ -147,6 +151,12 @@ def test_a_function_that_does_not_give_flows_is_refused_in_one_line(cli: Cli, ap
         assert_error(cli(command, "--file", f"{app}:{name}", "--input", "1"), 2, *fragments)
     assert_error(cli("worker", "--until-idle", "--file", f"{app}:{name}"), 2, *fragments)
     assert not cli.db.exists()  # refused before the database is opened
+
+
+def test_rpc_file_picks_the_flows_own_type_from_a_registry(cli: Cli, app: Path) -> None:
+    spec = f"{app}:build_registry"
+    cli.ok("start", "EchoFlow", "--file", spec, "--input", '"x"', "--flow-id", "e")
+    assert cli.json("rpc", "e", "shout", "--input", '"hey"', "--file", spec) == "HEY!"
 
 
 def test_start_then_resume_loads_the_function_again(cli: Cli, app: Path) -> None:
