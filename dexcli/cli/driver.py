@@ -24,7 +24,7 @@ from rich.text import Text
 
 from dexcli.cli.errors import CliError
 from dexcli.cli.foreign_events import ForeignEvents, print_json
-from dexcli.cli.loader import load_ref
+from dexcli.cli.loader import ref_flows
 from dexcli.cli.render import Hanging, LineDiffer, final_card, header, live_view
 from dexcli.cli.shown import shown_data
 from dexcli.cli.stopping import (
@@ -47,6 +47,7 @@ from dexcli.engine.core import Engine
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.faults import Faults
+from dexcli.engine.inspect_json import dex_cli_json
 from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
 from dexcli.graph.checks import static_problems
@@ -69,10 +70,10 @@ def make_clock(time_skip: bool) -> Clock:
     return Clock(follow_real=True, auto_advance=time_skip)
 
 
-def engine_loader(ref: str) -> Flow[Any]:
-    """`load_ref` for the engine, which skips a flow it cannot load (a DexError) with the reason."""
+def engine_loader(ref: str) -> tuple[Flow[Any], ...]:
+    """`ref_flows` for the engine, which skips a flow it cannot load (a DexError) with the reason."""
     try:
-        return load_ref(ref)
+        return ref_flows(ref)
     except CliError as exc:
         raise FlowNotRegisteredError(str(exc)) from None
 
@@ -216,7 +217,7 @@ class View:
         if final and self.mode in ("live", "lines") and snap["summary"]["flowStatus"] != "RUNNING":
             self._output(lambda: self.console.print(final_card(view), highlight=False))
         if self.mode == "json":
-            self._output(lambda: print(json.dumps(snap), flush=True))
+            self._output(lambda: print(json.dumps(dex_cli_json(snap)), flush=True))
         return snap
 
     def abandon(self) -> None:

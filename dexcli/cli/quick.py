@@ -25,7 +25,9 @@ def show_inspect(flow_id: str, json_out: bool) -> None:
     if json_out:
         import json
 
-        print(json.dumps(snap, indent=2))
+        from dexcli.engine.inspect_json import dex_cli_json
+
+        print(json.dumps(dex_cli_json(snap), indent=2))
         return
     from dexcli.cli.render_inspect import inspect_view
     from dexcli.cli.shown import shown_data

@@ -69,7 +69,9 @@ def _show_history(flow_id: str, step: str | None, json_out: bool, history: bool,
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     events = snap["history"] if step is None else step_events(snap, step)
     if json_out:
-        print(json.dumps(events, indent=2))
+        from dexcli.engine.inspect_json import history_json
+
+        print(json.dumps(history_json(snap, events), indent=2))
     else:
         print_history(out_console(), events)
 

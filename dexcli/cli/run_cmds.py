@@ -51,7 +51,8 @@ def parse_faults(crash_at: str | None, stall: str | None, fail: str | None) -> F
 
 def run(
     ctx: typer.Context,
-    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling).",
+    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling); with --file, "
+                                                 "which flow of its Registry.",
                                       autocompletion=complete_flow_name),
     file: str | None = FILE_OPTION,
     flow_id: str | None = FLOW_ID_OPTION,
@@ -97,7 +98,7 @@ def run(
     try:
         engine = build_engine(store, time_skip=time_skip, faults=faults)
         definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
-        plugin = _run_plugin(flow, definition, given)
+        plugin = _run_plugin(None if file else flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
         fid = _checked_id(engine, flow_id, definition, options)
 
@@ -125,9 +126,13 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
     check_input(name or definition.flow_type, definition, start_input, given=input_given)
     if definition.start_step is not None:  # a start it refuses is one line, not a warning before it
         start_step_options(engine.definitions, definition, definition.start_step)
+    _say_warnings(definition)
+    return definition
+
+
+def _say_warnings(definition: FlowDefinition) -> None:
     for w in definition.warnings:
         print(f"dex: warning: {w}", file=sys.stderr)
-    return definition
 
 
 def _check_values(given: dict[str, Any]) -> None:
@@ -221,11 +226,12 @@ def resume(
 
 def _show_ended(store: Any, flow_id: str, json_out: bool) -> None:
     from dexcli.cli.render import final_card
+    from dexcli.engine.inspect_json import dex_cli_json
     from dexcli.engine.views import inspect_flow
 
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     if json_out:
-        print(json.dumps(snap))
+        print(json.dumps(dex_cli_json(snap)))
     else:
         out_console().print(final_card(shown_data(snap)))
         print(f"(flow {flow_id} had already ended; nothing to resume)")
@@ -238,15 +244,23 @@ def worker(
     time_skip: bool = typer.Option(False, "--time-skip",
                                    help="Skip idle waits (moves the clocks of the flows it drives)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines, one per event."),
+    file: list[str] | None = typer.Option(
+        None, "--file", metavar="PATH.py:NAME",
+        help="Your flows, registered before the worker starts (for flows your own code starts): a Flow class "
+             "or instance, or a function returning a Flow or a Registry. Repeatable."),
 ) -> None:
     """Drive every runnable flow in the database until interrupted (or idle)."""
     from dexcli.cli.driver import build_engine
+    from dexcli.cli.loader import load_file_flows
     from dexcli.cli.worker_view import run_worker
 
+    flows = [flow for spec in file or () for flow in load_file_flows(spec)]
     store = open_store()
     try:
-        code = run_worker(build_engine(store, time_skip=time_skip), out_console(), until_idle=until_idle,
-                          mode="json" if json_out else "lines")
+        engine = build_engine(store, time_skip=time_skip)
+        for flow in flows:
+            _say_warnings(engine.registry.add(flow))
+        code = run_worker(engine, out_console(), until_idle=until_idle, mode="json" if json_out else "lines")
     finally:
         store.close()
     raise typer.Exit(code)

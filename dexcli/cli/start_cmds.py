@@ -42,7 +42,8 @@ class StartCommand(TyperCommand):
 
 def start(
     ctx: typer.Context,
-    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling)."),
+    flow: str | None = typer.Argument(None, help="A flow name from `dex flows` (e.g. polling); with --file, "
+                                                 "which flow of its Registry."),
     file: str | None = FILE_OPTION,
     flow_id: str | None = FLOW_ID_OPTION,
     input: str | None = INPUT_OPTION,
@@ -83,7 +84,7 @@ def start(
         engine = build_engine(store, time_skip=False)
         definition = _checked_definition(engine, flow_obj, parse_faults(None, None, None), flow, start_input,
                                          input is not None)
-        plugin = _run_plugin(flow, definition, given)
+        plugin = _run_plugin(None if file else flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
         fid = _checked_id(engine, flow_id, definition, options)
         _start(engine, flow_obj, ref, fid, start_input, plugin, given, options, lease=False)

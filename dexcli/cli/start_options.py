@@ -116,7 +116,9 @@ def with_attributes(options: StartFlowOptions, definition: FlowDefinition, given
 
 
 # The options `dex run` and `dex start` share, declared once (typer reads each default's OptionInfo).
-FILE_OPTION = typer.Option(None, "--file", help="Your own flow: path/to/module.py:FlowClass.")
+FILE_OPTION = typer.Option(None, "--file", metavar="PATH.py:NAME",
+                           help="Your own flow: a Flow class or instance, or a function returning a Flow or a "
+                                "Registry (name one of its flows as the flow argument).")
 FLOW_ID_OPTION = typer.Option(None, "--flow-id", help="Flow ID (default: generated).")
 INPUT_OPTION = typer.Option(None, "--input", help="Start input as JSON, or @file.json.")
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help="Flow timeout, whole seconds (60s, 15m, 1h).")

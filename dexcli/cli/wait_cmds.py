@@ -40,7 +40,7 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     The handler's code is the flow's installed plugin (a flow started by name), or the file the
     user names with `file`: never a file only the database names (see README, Security notes)."""
     from dexcli.cli.driver import build_engine
-    from dexcli.cli.loader import load_flow
+    from dexcli.cli.loader import load_file_flows, pick_flow
     from dexcli.engine import rpc
     from dexcli.sdk.codec import to_jsonable
     from dexcli.sdk.errors import WorkerInvocationError
@@ -48,7 +48,8 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     row = flow_or_not_found(store, flow_id)
     engine = build_engine(store, time_skip=False)
     if file is not None:
-        given = engine.definitions.registry.add(load_flow(None, file)[0])
+        flows = load_file_flows(file)
+        given = engine.definitions.registry.add(flows[0] if len(flows) == 1 else pick_flow(flows, row.flow_type, file))
         if given.flow_type != row.flow_type:
             raise UsageError(f"--file {file} defines {given.flow_type}, but flow {flow_id} is a {row.flow_type}")
     elif row.flow_ref is not None and row.flow_ref.startswith("file:"):

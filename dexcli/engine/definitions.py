@@ -1,13 +1,14 @@
 """The flow definitions this process knows, and the options each step runs under.
 
 A run started by another process names its flow by a reference (`name:polling`,
-`file:/path.py:Class`); `loader`, given by whoever builds the engine, turns one into a Flow.
+`file:/path.py:NAME`); `loader`, given by whoever builds the engine, turns one into a Flow, or
+into the flows of a Registry (all registered at once: the next run of one of them loads nothing).
 A flow that cannot be loaded is remembered as unloadable (with why) and skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dexcli.engine.timeout_step import TIMEOUT_STEP, timeout_handler_spec
@@ -17,7 +18,7 @@ from dexcli.sdk.flow import Flow
 from dexcli.sdk.options import ResolvedOptions, StepOptions, resolve_options
 from dexcli.sdk.registry import FlowDefinition, Registry, StepSpec
 
-Loader = Callable[[str], Flow[Any]]
+Loader = Callable[[str], Flow[Any] | Sequence[Flow[Any]]]
 
 
 class FlowNotRegisteredError(DexError):
@@ -53,12 +54,23 @@ class Definitions:
         if d is not None:
             return d
         if flow_ref and self.loader is not None:
-            d = self.registry.add(self.loader(flow_ref))
+            loaded = self.loader(flow_ref)
+            added = [self._add(flow) for flow in ((loaded,) if isinstance(loaded, Flow) else loaded)]
             self.prepare()
-            if d.flow_type != flow_type:
-                raise FlowDefinitionError(f"{flow_ref} now defines {d.flow_type}, not {flow_type}")
+            d = self.registry.get(flow_type)
+            if d is None:
+                raise FlowDefinitionError(f"{flow_ref} now defines {', '.join(added)}, not {flow_type}")
             return d
         raise FlowNotRegisteredError(f"flow type {flow_type} is not registered in this process")
+
+    def _add(self, flow: Flow[Any]) -> str:
+        """Register a loaded flow unless its type already is (a Registry's other flows may have
+        been registered from another load of the same reference); returns its flow type."""
+        try:
+            known = self.registry.get(flow.get_flow_type())
+        except Exception:  # noqa: BLE001 - the registry's add says what is wrong with it
+            known = None
+        return known.flow_type if known is not None else self.registry.add(flow).flow_type
 
     def step_for(self, flow_id: str, flow_type: str, flow_ref: str | None,
                  step_type: str) -> tuple[FlowDefinition, StepSpec] | None:

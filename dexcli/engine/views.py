@@ -37,12 +37,22 @@ def flow_duration(flow: FlowRecord) -> float | None:
     return None if flow.close_time is None else round(flow.close_time - flow.start_time, 3)
 
 
+FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6}
+"""The server's FlowStatus numbers (protos/dex.proto), the Dex CLI's `flowStatusCode`."""
+
+FLOW_CONFIG = {"stepDurability": "STEP_DURABILITY_SYNC"}
+"""`state.flowConfig`: what dex runs every flow with (every step SYNC, no continue-as-new); the
+server's default is ASYNC with a continue-as-new threshold of 100."""
+
+
 def flow_summary(flow: FlowRecord) -> dict[str, Any]:
     return {
         "flowId": flow.flow_id,
         "runId": flow.run_id,
+        "firstRunId": flow.run_id,  # the first run of a continue-as-new chain: dex has no continue-as-new
         "flowType": flow.flow_type,
         "flowStatus": flow.status.value,
+        "flowStatusCode": FLOW_STATUS_CODES[flow.status.value],
         "startTime": iso(flow.start_time),
         "closeTime": iso(flow.close_time),
         "durationSeconds": flow_duration(flow),
@@ -231,13 +241,50 @@ def _timers(s: StepRecord, wait: dict[str, Any], at: float) -> list[dict[str, An
     return out
 
 
-def _active(s: StepRecord, at: float) -> dict[str, Any]:
+def movement(s: StepRecord) -> dict[str, Any]:
+    """The movement that queued a step execution, in the server's StepMovement keys (its
+    resolved options are the step's `options`)."""
+    return {"stepType": s.step_type, "stepInput": _j(s.input),
+            "fromStepExecutionIdInternalOnly": s.from_step_execution_id}
+
+
+def _active(s: StepRecord, at: float, attempts: list[AttemptRecord]) -> dict[str, Any]:
     wait = _j(s.wait)
     waiting = s.method is Method.WAIT_FOR or s.status is StepState.WAITING
-    return {"stepExecutionId": s.step_execution_id, "stepType": s.step_type,
+    timers = [] if wait is None else _timers(s, wait, at)
+    return {"stepExecutionId": s.step_execution_id, "fromStepExecutionId": s.from_step_execution_id,
+            "stepType": s.step_type,
             "phase": "WAITING" if waiting else "ACTIVE",
+            "movement": movement(s),
             "waitingCondition": None if wait is None else _waiting_condition(wait),
-            "timers": [] if wait is None else _timers(s, wait, at)}
+            "completedConditions": None if wait is None else {"completedTimerConditions": {
+                str(t["conditionIndex"]): f"INTERNAL_TIMER_STATUS_{t['status']}" for t in timers
+                if t["status"] != "PENDING"}},
+            "stepExecutionLocals": [{"key": k, "value": json.loads(v)} for k, v in (_j(s.locals) or {}).items()],
+            "timers": timers,
+            "lastFailureInfo": last_failure(s, attempts)}
+
+
+FAILED_OUTCOMES = ("FAILED", "TIMED_OUT", "LOST")
+
+
+def last_failure(s: StepRecord, attempts: list[AttemptRecord]) -> dict[str, Any] | None:
+    """The failure of the attempt before the current one of the step's method, as the server's
+    StepMethodFailure (`lastFailureInfo`: a retry is pending or running); None if it did not fail."""
+    mine = [a for a in attempts if a.method == s.method.value]
+    ended = [a for a in mine if a.outcome.value != "RUNNING"]
+    if not ended or ended[-1].outcome.value not in FAILED_OUTCOMES:
+        return None
+    failed = ended[-1]
+    number = mine.index(failed) + 1
+    if failed.outcome.value != "FAILED":  # a deadline: the backend's error, no worker error
+        return {"backendError": failed.detail or failed.outcome.value, "details": None, "attempt": number}
+    return {"backendError": f"{failed.error_type}: {failed.detail}",
+            "details": {"detail": failed.detail, "subStatus": "ERROR_SUB_STATUS_WORKER_API_ERROR",
+                        "originalWorkerErrorType": failed.error_type,
+                        "originalWorkerErrorDetail": failed.detail,
+                        "originalWorkerErrorStackTrace": failed.stack_trace},
+            "attempt": number}
 
 
 class Locks:
@@ -267,38 +314,50 @@ class Locks:
 
 def attribute_values(rows: list[tuple[str, str, str | None, str]]) -> dict[str, Any]:
     """`state.attributes`: {name: value}, an AttributeMap's instances as {name: {instance: value}};
-    `state.attributeMaps`: the names that are AttributeMaps (a plain value may be an object too)."""
+    `state.attributeMaps`: the names that are AttributeMaps (a plain value may be an object too);
+    `state.attributeKeys`: [{key, value}] by stored key, the server's KV list."""
     values: dict[str, Any] = {}
     maps: list[str] = []
-    for _key, name, instance, value in rows:
+    stored: list[dict[str, Any]] = []
+    for key, name, instance, value in rows:
+        stored.append({"key": key, "value": json.loads(value)})
         if instance is None:
-            values[name] = json.loads(value)
+            values[name] = stored[-1]["value"]
         else:
-            values.setdefault(name, {})[instance] = json.loads(value)
+            values.setdefault(name, {})[instance] = stored[-1]["value"]
             if name not in maps:
                 maps.append(name)
-    return {"attributes": values, "attributeMaps": maps}
+    return {"attributes": values, "attributeMaps": maps, "attributeKeys": stored}
 
 
 def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[str, str, str]],
                now: float, attribute_rows: list[tuple[str, str, str | None, str]] | None = None,
-               locks: Locks | None = None) -> dict[str, Any]:
-    """`state`: the step executions in progress, the channel messages no wait has taken yet, the
-    attributes and the live locks (each step says which it holds or waits for). For a closed
-    flow, as last known: the step executions its close cancelled, as they were, and the
-    attributes' last values."""
+               locks: Locks | None = None, attempts: dict[str, list[AttemptRecord]] | None = None
+               ) -> dict[str, Any]:
+    """`state`: the step executions in progress (`queuedSteps`: those of them no attempt has
+    started yet), the channel messages no wait has taken yet, the attributes, the live locks
+    (each step says which it holds or waits for) and the completions so far. For a closed flow,
+    as last known: the step executions its close cancelled, as they were, and the attributes'
+    last values."""
     locks = locks or Locks([])
+    attempts = attempts or {}
     if flow.is_running:
-        active = [_active(s, now) for s in steps if s.status.is_open]
+        open_steps = [s for s in steps if s.status.is_open]
+        at = now
     else:
-        closed_at = flow.close_time or now
-        active = [_active(s, closed_at) for s in steps
-                  if s.status is StepState.CANCELED and s.end_time == flow.close_time]
+        open_steps = [s for s in steps if s.status is StepState.CANCELED and s.end_time == flow.close_time]
+        at = flow.close_time or now
+    active = [_active(s, at, attempts.get(s.step_execution_id, [])) for s in open_steps]
+    queued = [{**movement(s), "stepExecutionId": s.step_execution_id} for s in open_steps
+              if flow.is_running and s.status is StepState.QUEUED and s.attempt == 0]
     messages: dict[str, list[dict[str, Any]]] = {}
     for queue, mid, value in pending:
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
-    return {"activeStepExecutions": active, "pendingChannelMessages": messages,
-            **attribute_values(attribute_rows or []), "locks": locks.as_json()}
+    completed = [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
+                  "completedStepOutput": c["output"]} for c in _j(flow.completions) or []]
+    return {"flowConfig": FLOW_CONFIG, "activeStepExecutions": active, "queuedSteps": queued,
+            "pendingChannelMessages": messages, **attribute_values(attribute_rows or []), "locks": locks.as_json(),
+            "completedSteps": completed}
 
 
 def history_event(e: HistoryRecord) -> dict[str, Any]:
@@ -335,7 +394,7 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
-        "state": flow_state(row, step_rows, pending, now, attrs, locks),
+        "state": flow_state(row, step_rows, pending, now, attrs, locks, by_step),
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
     }

@@ -16,7 +16,7 @@ def test_an_initial_value_is_added_to(cli):
            "--time-skip")
     snap = cli.json("inspect", "p", "--json")
     assert snap["summary"]["completions"][0]["output"] == 350
-    assert snap["history"][0]["initialAttributes"] == {"settled_total": 100}
+    assert snap["history"]["events"][0]["payload"]["initialAttributes"] == {"settled_total": 100}
 
 
 def test_an_unknown_attribute_or_a_bad_value_is_a_usage_error(cli):

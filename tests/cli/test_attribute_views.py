@@ -86,8 +86,10 @@ def test_a_lock_an_rpc_holds_is_named_by_the_rpc() -> None:
 def test_a_closed_flow_shows_its_last_attributes_and_no_locks(cli: Cli) -> None:
     cli.ok("run", "payment", "--flow-id", "pay", "--time-skip", "--input", '{"payment_id": "p-1", "amount": 250}')
     snap = cli.json("inspect", "pay", "--json")
-    assert snap["summary"]["flowStatus"] == "COMPLETED"
-    assert snap["state"]["attributes"] == {"settled_total": 250, "payment_state": "settled"}
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
+    assert snap["state"]["attributesByName"] == {"settled_total": 250, "payment_state": "settled"}
+    assert snap["state"]["attributes"] == [{"key": "payment_state", "value": "settled"},  # the server's KV list
+                                           {"key": "settled_total", "value": 250}]
     assert snap["state"]["locks"] == [] and all(s["locksHeld"] == [] for s in snap["steps"])
     shown = cli.ok("inspect", "pay").stdout
     assert " Attributes\n   payment_state = \"settled\"\n   settled_total = 250\n History" in shown

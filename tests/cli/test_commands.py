@@ -117,7 +117,8 @@ def test_stop(cli, db, kind, status, error_type):
     res = cli.ok("stop", "s", "--type", kind, "--reason", "testing")
     assert f"flow s stopped ({kind})" in res.stdout
     summary = cli.json("inspect", "s", "--json")["summary"]
-    assert (summary["flowStatus"], summary["errorType"], summary["errorMessage"]) == (status, error_type, "testing")
+    assert (summary["flowStatus"], summary["errorType"], summary["errorMessage"]) == (
+        f"FLOW_STATUS_{status}", error_type, "testing")
     res = cli.ok("resume", "s", code=1)  # ended, not completed
     assert "None:" not in res.stdout + cli.ok("inspect", "s").stdout  # no error type: the reason alone
     assert ("CLIENT_API_FAILED: testing" if error_type else "  testing") in res.stdout
@@ -128,7 +129,7 @@ def test_complete_job_of_the_one_running_polling_flow(cli, db):
     start_flow(db, "polling", "cj", job_duration=3600)
     # StartJob must have run for the job to exist (the engine checks `stop` after each transition)
     drive_until(db, "cj", lambda store: any(s.step_type == "AwaitJob" for s in store.steps_of("cj")))
-    assert cli.json("inspect", "cj", "--json")["summary"]["flowStatus"] == "RUNNING"
+    assert cli.json("inspect", "cj", "--json")["summary"]["flowStatus"] == "FLOW_STATUS_RUNNING"
     res = cli.ok("complete-job")
     assert "job cj completed: SUCCEEDED" in res.stdout
     res = cli.ok("complete-job", "cj")  # idempotent

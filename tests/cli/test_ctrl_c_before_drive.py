@@ -68,7 +68,7 @@ def run_interrupted(db: Path, point: str, *args: str) -> subprocess.CompletedPro
 
 def first_step(db: Path) -> dict[str, Any]:
     snap = json.loads(dex(db, "inspect", FLOW_ID, "--json").stdout)
-    assert snap["summary"]["flowStatus"] == "RUNNING"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_RUNNING"
     return next(s for s in snap["steps"] if s["stepExecutionId"] == "First-1")
 
 

@@ -294,4 +294,4 @@ def test_an_outcome_that_cannot_be_recorded_ends_the_run_with_one_line(cli, monk
     res = cli("run", "three-steps", "--flow-id", "full", "--input", "1")
     assert_error(res, 5, "flow full", "could not be recorded", "database or disk is full", "dex resume full")
     monkeypatch.undo()
-    assert cli.json("inspect", "full", "--json")["summary"]["flowStatus"] == "RUNNING"
+    assert cli.json("inspect", "full", "--json")["summary"]["flowStatus"] == "FLOW_STATUS_RUNNING"

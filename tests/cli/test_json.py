@@ -18,7 +18,7 @@ STEP_KEYS = {"stepExecutionId", "stepType", "fromStepExecutionId", "status", "in
              "recoveryError", "lastHeartbeatTime", "lastHeartbeatValue", "attempts"}
 ATTEMPT_KEYS = {"attempt", "startTime", "endTime", "outcome", "errorType", "detail"}
 MESSAGE_KEYS = {"value", "source", "createdTime", "resumeToken"}
-EVENT_KEYS = {"eventId", "eventTime", "type"}
+EVENT_KEYS = {"eventId", "eventTime", "type", "payload"}
 
 
 def walk(obj, path=""):
@@ -58,7 +58,7 @@ def test_inspect_json_shape(demo):
     assert {"summary", "steps", "streams", "history"} <= set(demo)
     s = demo["summary"]
     assert set(s) >= SUMMARY_KEYS
-    assert (s["flowId"], s["flowType"], s["flowStatus"]) == ("demo", "PollingFlow", "COMPLETED")
+    assert (s["flowId"], s["flowType"], s["flowStatus"]) == ("demo", "PollingFlow", "FLOW_STATUS_COMPLETED")
     assert s["errorType"] is None and s["errorMessage"] is None and s["runId"]
     assert s["completions"] == [{"stepType": "AwaitJob", "stepExecutionId": "AwaitJob-1",
                                  "output": "artifact for demo"}]
@@ -83,15 +83,16 @@ def test_inspect_json_shape(demo):
         assert set(m) == MESSAGE_KEYS
         assert m["source"] == "#AwaitJob-1" and isinstance(m["resumeToken"], str)
 
-    types = [e["type"] for e in demo["history"]]
-    assert types[0] == "FlowStarted" and types[-1] == "FlowClosed"
+    events = demo["history"]["events"]
+    types = [e["type"] for e in events]
+    assert types[0] == "FlowStartedOrContinued" and types[-1] == "FlowClosed"
     assert types.count("StepExecuteCompleted") == 2
-    ids = [e["eventId"] for e in demo["history"]]
+    ids = [int(e["eventId"]) for e in events]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
-    for e in demo["history"]:
-        assert set(e) >= EVENT_KEYS
-    closed = demo["history"][-1]
-    assert closed["flowStatus"] == "COMPLETED"
+    for e in events:
+        assert set(e) == EVENT_KEYS
+    closed = events[-1]["payload"]
+    assert closed["flowStatus"] == "FLOW_STATUS_COMPLETED"
 
 
 def test_inspect_json_times_are_iso_utc_with_z(demo):
@@ -108,7 +109,7 @@ def test_inspect_json_of_a_failed_flow_with_recovery(cli):
     cli.ok("run", "polling", "--flow-id", "slow", "--job-duration", "15m", "--time-skip", code=1)
     snap = cli.json("inspect", "slow", "--json")
     s = snap["summary"]
-    assert s["flowStatus"] == "FAILED" and s["errorType"] == "STEP_DECISION_FAILED"
+    assert s["flowStatus"] == "FLOW_STATUS_FAILED" and s["errorType"] == "STEP_DECISION_FAILED"
     assert s["closeTime"] is not None and s["completions"] == []
     rec = snap["steps"][-1]
     assert rec["stepType"] == "RecordJobWaitFailure" and rec["fromStepExecutionId"] == "AwaitJob-1"
@@ -126,7 +127,7 @@ def test_inspect_json_of_a_running_flow(cli, db):
     start_flow(db, "three-steps", "q", 1)
     snap = cli.json("inspect", "q", "--json")
     s = snap["summary"]
-    assert s["flowStatus"] == "RUNNING" and s["closeTime"] is None
+    assert s["flowStatus"] == "FLOW_STATUS_RUNNING" and s["closeTime"] is None
     steps = [(st["stepExecutionId"], st["status"], st["attempts"]) for st in snap["steps"]]
     assert steps == [("First-1", "QUEUED", [])]
 
@@ -151,7 +152,7 @@ def test_run_json_prints_one_event_per_line_then_the_inspect_object(cli):
 def test_run_json_of_a_failed_flow_exits_1_and_still_ends_with_the_object(cli):
     res = cli.ok("run", "polling", "--flow-id", "bad", "--job-fails", "--json", "--time-skip", code=1)
     final = json.loads(res.stdout.splitlines()[-1])
-    assert final["summary"]["flowStatus"] == "FAILED"
+    assert final["summary"]["flowStatus"] == "FLOW_STATUS_FAILED"
 
 
 def test_run_json_lines_begin_with_flow_started_once(cli):

@@ -18,7 +18,7 @@ from tests.cli.cli_helpers import assert_error
 def test_a_job_duration_of_0s_is_a_job_done_at_once(cli):
     cli.ok("run", "polling", "--flow-id", "j", "--job-duration", "0s", "--time-skip")
     snap = cli.json("inspect", "j", "--json")
-    assert snap["summary"]["flowStatus"] == "COMPLETED"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     assert snap["streams"] == {}  # done at the first poll: never QUEUED or RUNNING
     assert snap["summary"]["durationSeconds"] < 2  # not the 6 s default
 

@@ -12,13 +12,13 @@ def test_start_leaves_the_flow_queued_and_a_worker_drives_it_to_the_end(cli: Cli
     assert res.stdout == "p1\n"  # the id alone: `id=$(dex start polling)`
     assert "dex worker" in res.stderr
     snap = cli.json("inspect", "p1", "--json")
-    assert snap["summary"]["flowStatus"] == "RUNNING" and snap["summary"]["flowRef"] == "name:polling"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_RUNNING" and snap["summary"]["flowRef"] == "name:polling"
     (first,) = snap["steps"]
     assert first["status"] == "QUEUED" and first["attempts"] == []  # not leased to the start's process
     worker = cli.ok("worker", "--until-idle", "--time-skip")
     assert "p1: COMPLETED" in worker.stdout
     done = cli.json("inspect", "p1", "--json")
-    assert done["summary"]["flowStatus"] == "COMPLETED"
+    assert done["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     assert done["summary"]["completions"][0]["output"] == "artifact for p1"
 
 

@@ -14,7 +14,7 @@ def test_a_timeout_fails_a_long_flow_with_flow_timeout(cli):
     assert res.exit_code == 1, res.output
     assert "FLOW_TIMEOUT: Flow timed out after 10 seconds" in res.stdout
     summary = cli.json("inspect", "p", "--json")["summary"]
-    assert (summary["flowStatus"], summary["errorType"]) == ("FAILED", "FLOW_TIMEOUT")
+    assert (summary["flowStatus"], summary["errorType"]) == ("FLOW_STATUS_FAILED", "FLOW_TIMEOUT")
     assert (summary["timeout"], summary["timeoutPolicy"], summary["timeoutFired"]) == (10, "FAIL", True)
     text = cli.ok("inspect", "p").stdout
     assert "Options: timeout 10.0 s (FAIL) fired" in text
@@ -25,7 +25,7 @@ def test_the_cancel_policy_ends_the_flow_canceled(cli):
     res = cli("run", "polling", "--flow-id", "p", "--job-duration", "5m", "--timeout", "10s",
               "--timeout-policy", "cancel", "--time-skip")
     assert res.exit_code != 0
-    assert cli.json("inspect", "p", "--json")["summary"]["flowStatus"] == "CANCELED"
+    assert cli.json("inspect", "p", "--json")["summary"]["flowStatus"] == "FLOW_STATUS_CANCELED"
 
 
 def test_a_start_delay_is_skipped_to_and_shown(cli):
@@ -33,7 +33,7 @@ def test_a_start_delay_is_skipped_to_and_shown(cli):
            "--time-skip")
     snap = cli.json("inspect", "t", "--json")
     assert (snap["summary"]["startDelay"], snap["summary"]["requestId"]) == (3600, "R1")
-    assert snap["history"][0]["startDelay"] == 3600
+    assert snap["history"]["events"][0]["payload"]["startDelay"] == 3600
     assert snap["summary"]["completions"][0]["output"] == 11
     text = cli.ok("inspect", "t").stdout
     assert "Options: start delay 1 h" in text and "delayed 1 h" in text

@@ -52,7 +52,7 @@ def test_run_polling_end_to_end_in_virtual_time(tmp_path):
     assert 'COMPLETED in 6.' in out and 'result: "artifact for demo"' in out
     assert "\x1b[" not in out
     snap = json.loads(dex(db, "inspect", "demo", "--json").stdout)
-    assert snap["summary"]["flowStatus"] == "COMPLETED"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     doc = dex(db, "doctor")
     assert doc.returncode == 0 and doc.stdout.strip().endswith("0 problem(s)")
 
@@ -75,7 +75,7 @@ def test_complete_job_from_a_second_process_finishes_the_first_early(tmp_path):
     assert 'result: "artifact for demo"' in out
     snap = json.loads(dex(db, "inspect", "demo", "--json").stdout)
     s = snap["summary"]
-    assert s["flowStatus"] == "COMPLETED" and s["completions"][0]["output"] == "artifact for demo"
+    assert s["flowStatus"] == "FLOW_STATUS_COMPLETED" and s["completions"][0]["output"] == "artifact for demo"
     assert parse_iso_seconds(s["closeTime"]) - parse_iso_seconds(s["startTime"]) < 10  # not 60 s
 
 
@@ -123,7 +123,7 @@ def test_ctrl_c_leaves_the_flow_running_and_says_how_to_resume(tmp_path):
     assert "dex resume sig" in err and "still RUNNING" in err and "ended INTERRUPTED" in err
     assert "AwaitJob-1 attempt 1/3 interrupted: its process stopped" in out  # no error type to print
     snap = json.loads(dex(db, "inspect", "sig", "--json").stdout)
-    assert snap["summary"]["flowStatus"] == "RUNNING"
+    assert snap["summary"]["flowStatus"] == "FLOW_STATUS_RUNNING"
     assert [m["value"]["state"] for m in snap["streams"]["JobProgress"]][:1] == ["QUEUED"]
     await_job = next(s for s in snap["steps"] if s["stepType"] == "AwaitJob")
     assert await_job["status"] == "QUEUED"  # released: runnable at once, no lease to wait out

@@ -18,6 +18,19 @@ from tests.engine.engine_helpers import inspect_when
 WIDTHS = (80, 120)
 
 
+def snapshot(cli, flow_id):
+    """The snapshot `dex inspect --timeline` draws from (dex's own: `--json` prints it in the Dex CLI's forms)."""
+    from dexcli.cli.shared import store_now
+    from dexcli.engine.views import inspect_flow
+    from dexcli.store import Store
+
+    store = Store(cli.db, read_only=True)
+    try:
+        return inspect_flow(store, flow_id, store_now(store, flow_id))
+    finally:
+        store.close()
+
+
 def plain(snap, width, offset=0.0) -> list[str]:
     lines = [t.plain for t in timeline_lines(snap, width, offset)]
     assert all(len(ln) <= width for ln in lines), [ln for ln in lines if len(ln) > width]
@@ -37,7 +50,7 @@ def plot_of(line: str, lines: list[str]) -> str:
 @pytest.fixture
 def cli_retried(cli):
     cli.ok("run", "polling", "--flow-id", "p", "--fail", "AwaitJob:2", "--time-skip")
-    return cli.json("inspect", "p", "--json")
+    return snapshot(cli, "p")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -80,7 +93,7 @@ def test_the_axis_scales_to_the_width(cli_retried):
 
 def test_a_timeout_shows_its_type_and_the_deadline_marks(cli):
     cli.ok("run", "polling", "--flow-id", "slow", "--job-duration", "15m", "--time-skip", code=1)
-    snap = cli.json("inspect", "slow", "--json")
+    snap = snapshot(cli, "slow")
     for width in WIDTHS:
         lines = plain(snap, width)
         assert plot_of(row(lines, "AwaitJob-1"), lines).rstrip().endswith("━╳")
@@ -219,7 +232,7 @@ class TellFlow(Flow[None]):
 def test_a_step_that_only_writes_a_stream_shows_its_messages_not_a_heartbeat(cli, tmp_path):
     (tmp_path / "tell.py").write_text(STREAM_ONLY)
     cli.ok("run", "--file", f"{tmp_path / 'tell.py'}:TellFlow", "--flow-id", "s", "--time-skip")
-    lines = plain(cli.json("inspect", "s", "--json"), 80)
+    lines = plain(snapshot(cli, "s"), 80)
     marks = plot_of(lines[lines.index(row(lines, "Tell-1")) + 1], lines)
     assert marks.count("●") == 2 and "♥" not in marks, marks
     key = " ".join(ln for ln in lines if ln.startswith((" key", "     ")))
@@ -251,7 +264,7 @@ def test_a_lost_attempt_ran_until_its_last_sign_of_life_not_until_it_was_declare
                              capture_output=True, text=True, timeout=120)
     assert crashed.returncode == 137, crashed.stderr
     cli.ok("resume", "c", "--time-skip")  # the lost attempt is declared lost 60 s on, then retried
-    snap = cli.json("inspect", "c", "--json")
+    snap = snapshot(cli, "c")
     first = snap["steps"][1]["attempts"][0]
     assert first["outcome"] == "LOST"
     start = parse_iso_seconds(snap["summary"]["startTime"])

@@ -99,7 +99,7 @@ def test_rpc_prints_the_output_as_json_and_the_publish_wakes_the_step(cli: Cli, 
     snap = cli.json("inspect", approval, "--json")
     assert snap["steps"][0]["status"] == "QUEUED"  # its execute runs for whoever drives it next
     assert snap["steps"][0]["waitFor"]["outcome"] == "COMPLETED"
-    assert snap["history"][-2]["type"] == "RpcExecutionCompleted"
+    assert snap["history"]["events"][-2]["type"] == "RpcExecutionCompleted"
 
 
 def test_rpc_json_names_the_flow_and_the_rpc(cli: Cli, votes: str, tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_an_rpc_that_raises_exits_1_and_commits_nothing(cli: Cli, votes: str) ->
                  "rpc boom failed: builtins.ValueError: no voter called eve")
     snap = cli.json("inspect", votes, "--json")
     assert snap["state"]["pendingChannelMessages"] == {}
-    assert "RpcExecutionCompleted" not in [e["type"] for e in snap["history"]]
+    assert "RpcExecutionCompleted" not in [e["type"] for e in snap["history"]["events"]]
 
 
 def test_rpc_to_an_unknown_flow_exits_3(cli: Cli, votes: str) -> None:
@@ -165,14 +165,14 @@ def test_skip_timer_by_condition_id_makes_the_wait_ready(cli: Cli, votes: str) -
     step = snap["steps"][0]
     assert step["status"] == "QUEUED" and step["waitFor"]["outcome"] == "COMPLETED"
     timers = snap["state"]["activeStepExecutions"][0]["timers"]
-    assert [(t["conditionId"], t["status"]) for t in timers] == [("soon", "SKIPPED")]
-    assert snap["history"][-2]["type"] == "TimerSkipped"
+    assert [(t["conditionId"], t["status"]) for t in timers] == [("soon", "INTERNAL_TIMER_STATUS_SKIPPED")]
+    assert snap["history"]["events"][-2]["type"] == "TimerSkipped"
 
 
 def test_skip_timer_by_index(cli: Cli, votes: str) -> None:
     cli.ok("skip-timer", votes, "Collect-1", "--index", "1")  # the 2 h timer, which has no id
     timers = cli.json("inspect", votes, "--json")["state"]["activeStepExecutions"][0]["timers"]
-    assert [(t["conditionIndex"], t["status"]) for t in timers] == [(1, "SKIPPED")]
+    assert [(t["conditionIndex"], t["status"]) for t in timers] == [(1, "INTERNAL_TIMER_STATUS_SKIPPED")]
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -214,9 +214,12 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
     snap = cli.json("inspect", votes, "--json")
     assert set(snap) >= {"summary", "steps", "streams", "history", "now", "state"}
     [active] = snap["state"]["activeStepExecutions"]
-    assert set(active) == {"stepExecutionId", "stepType", "phase", "waitingCondition", "timers"}
-    assert (active["stepExecutionId"], active["stepType"], active["phase"]) == ("Collect-1", "Collect", "WAITING")
-    wait = active["waitingCondition"]
+    assert set(active) == {"stepExecutionId", "fromStepExecutionId", "stepType", "phase", "movement",
+                           "waitingCondition", "completedConditions", "stepExecutionLocals", "timers",
+                           "lastFailureInfo", "wait"}
+    assert (active["stepExecutionId"], active["stepType"], active["phase"]) == (
+        "Collect-1", "Collect", "ACTIVE_STEP_PHASE_WAITING")
+    wait = active["wait"]  # dex's own form of `waitingCondition`
     assert wait["kind"] == "any_of"
     channel, soon, later = wait["conditions"]
     assert (channel["kind"], channel["conditionId"], channel["channel"], channel["atLeast"], channel["atMost"]) == (
@@ -224,10 +227,11 @@ def test_inspect_json_shows_the_waiting_state(cli: Cli, votes: str) -> None:
     assert (soon["kind"], soon["conditionId"], later["conditionId"]) == ("timer", "soon", None)
     assert soon["firingTime"].endswith("Z")
     assert [{k: t[k] for k in ("conditionId", "conditionIndex", "status")} for t in active["timers"]] == [
-        {"conditionId": "soon", "conditionIndex": 0, "status": "PENDING"},
-        {"conditionId": None, "conditionIndex": 1, "status": "PENDING"}]
+        {"conditionId": "soon", "conditionIndex": 0, "status": "INTERNAL_TIMER_STATUS_PENDING"},
+        {"conditionId": None, "conditionIndex": 1, "status": "INTERNAL_TIMER_STATUS_PENDING"}]
     assert active["timers"][0]["firingTime"] == soon["firingTime"]
-    [message] = snap["state"]["pendingChannelMessages"]["votes"]
+    assert snap["state"]["pendingChannelMessages"] == {"votes": {"values": ["ann"]}}
+    [message] = snap["state"]["channelMessages"]["votes"]
     assert message["value"] == "ann" and len(message["messageId"]) == 36
     wf = snap["steps"][0]["waitFor"]
     assert set(wf) == {"startTime", "endTime", "outcome", "conditionResults", "maxAttempts"}
@@ -240,8 +244,9 @@ def test_inspect_json_of_a_closed_flow_keeps_the_last_known_state(cli: Cli, vote
     cli.ok("stop", votes)
     state = cli.json("inspect", votes, "--json")["state"]
     [active] = state["activeStepExecutions"]
-    assert active["phase"] == "WAITING" and [t["status"] for t in active["timers"]] == ["PENDING", "PENDING"]
-    assert [m["value"] for m in state["pendingChannelMessages"]["votes"]] == ["ann"]
+    assert active["phase"] == "ACTIVE_STEP_PHASE_WAITING"
+    assert [t["status"] for t in active["timers"]] == ["INTERNAL_TIMER_STATUS_PENDING"] * 2
+    assert [m["value"] for m in state["channelMessages"]["votes"]] == ["ann"]
 
 
 def test_inspect_json_after_the_wait_records_its_condition_results(cli: Cli, votes: str) -> None:
@@ -249,7 +254,7 @@ def test_inspect_json_after_the_wait_records_its_condition_results(cli: Cli, vot
     cli.ok("rpc", votes, *VOTES_FILE, "vote", "--input", '"bob"')
     snap = cli.json("inspect", votes, "--json")
     assert snap["state"]["pendingChannelMessages"] == {}
-    assert snap["state"]["activeStepExecutions"][0]["phase"] == "ACTIVE"
+    assert snap["state"]["activeStepExecutions"][0]["phase"] == "ACTIVE_STEP_PHASE_ACTIVE"
     wf = snap["steps"][0]["waitFor"]
     assert wf["outcome"] == "COMPLETED" and wf["endTime"] is not None
     channel = wf["conditionResults"]["conditions"][0]
@@ -269,8 +274,11 @@ def test_steps_without_wait_for_have_no_wait_for_key(cli: Cli) -> None:
     cli.ok("run", "three-steps", "--flow-id", "t", "--input", "1")
     snap = cli.json("inspect", "t", "--json")
     assert all("waitFor" not in s for s in snap["steps"])
-    assert snap["state"] == {"activeStepExecutions": [], "pendingChannelMessages": {}, "attributes": {},
-                             "attributeMaps": [], "locks": []}
+    assert snap["state"] == {"flowConfig": {"stepDurability": "STEP_DURABILITY_SYNC"}, "attributes": [],
+                             "activeStepExecutions": [], "queuedSteps": [], "pendingChannelMessages": {},
+                             "completedSteps": [{"completedStepType": "Third", "completedStepExecutionId": "Third-1",
+                                                 "completedStepOutput": 7}],
+                             "attributesByName": {}, "attributeMaps": [], "channelMessages": {}, "locks": []}
 
 
 # ------------------------------------------------------------------------------ live view ---

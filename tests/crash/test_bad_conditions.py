@@ -107,7 +107,7 @@ def assert_sound_and_resumable(out: Outcome) -> None:
     """Nothing committed was lost, the database is sound, and resume finishes the flow."""
     assert out.doctor.startswith("exit 0") and "0 problem(s)" in out.doctor, out.doctor
     assert out.integrity == "ok", out.integrity
-    assert out.status == "RUNNING" and out.progress[:1] == ["QUEUED"], (out.status, out.progress)
+    assert out.status == "FLOW_STATUS_RUNNING" and out.progress[:1] == ["QUEUED"], (out.status, out.progress)
     assert out.resumed is not None and out.resumed.returncode == 0, out.resumed
     assert 'result: "artifact for p"' in out.resumed.stdout
 

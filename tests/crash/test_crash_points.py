@@ -173,7 +173,7 @@ def test_crash_point_then_resume(case: Case, trials: NamedTrials):
     # attempt, `Heartbeat`, then a success.
     assert t.inspect is not None, why
     steps = {s["stepExecutionId"]: s for s in t.inspect["steps"]}
-    assert t.inspect["summary"]["flowStatus"] == case.status, why
+    assert t.inspect["summary"]["flowStatus"] == f"FLOW_STATUS_{case.status}", why
     for a in lost:
         shown = steps[a["step_execution_id"]]["attempts"]
         assert [x["outcome"] for x in shown] == ["LOST", "COMPLETED"], why

@@ -88,7 +88,7 @@ def test_stall_times_out_on_heartbeat_then_next_attempt_succeeds(trials, name, s
     why = r["run"].describe()
     assert r["run"].returncode == 0, why
     summary = r["inspect"]["summary"]
-    assert summary["flowStatus"] == "COMPLETED", why
+    assert summary["flowStatus"] == "FLOW_STATUS_COMPLETED", why
     expected = "artifact for stall-polling" if name == "stall-polling" else 7
     assert [c["output"] for c in summary["completions"]] == [expected], why
     atts = _steps(r)[seid]["attempts"]
@@ -107,7 +107,7 @@ def test_injected_failures_then_success(trials, name, seid):
     r = trials[name]
     why = r["run"].describe()
     assert r["run"].returncode == 0, why
-    assert r["inspect"]["summary"]["flowStatus"] == "COMPLETED", why
+    assert r["inspect"]["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED", why
     atts = _steps(r)[seid]["attempts"]
     assert [a["outcome"] for a in atts] == ["FAILED", "FAILED", "COMPLETED"], why
     assert [a["errorType"] for a in atts[:2]] == [INJECTED, INJECTED], why
@@ -126,7 +126,7 @@ def test_job_longer_than_max_wait_fails_the_flow(trials):
     why = r["run"].describe()
     assert r["run"].returncode == 1, why
     summary = r["inspect"]["summary"]
-    assert summary["flowStatus"] == "FAILED", why
+    assert summary["flowStatus"] == "FLOW_STATUS_FAILED", why
     assert summary["errorType"] == "STEP_DECISION_FAILED", why
     assert summary["errorMessage"].startswith("waiting for job job-15m failed: "), why
     atts = _steps(r)["AwaitJob-1"]["attempts"]
