@@ -81,5 +81,5 @@ def test_a_crash_reruns_the_steps_whose_results_were_not_yet_durable(tmp_path: P
     assert recovered.returncode == 0, recovered.stderr
     assert log.read_text().split() == runs
     view = json.loads(dex(db, env, "inspect", "c", "--json").stdout)
-    assert view["summary"]["flowStatus"] == "COMPLETED"
+    assert view["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     assert [c["output"] for c in view["summary"]["completions"]] == [7]

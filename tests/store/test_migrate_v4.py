@@ -52,8 +52,9 @@ def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()
-    assert [e["eventId"] for e in before["history"]] == list(range(1, len(before["history"]) + 1))
-    assert before["summary"]["flowStatus"] == "COMPLETED" and output(before) == 7
+    events = before["history"]["events"]
+    assert [e["eventId"] for e in events] == [str(i) for i in range(1, len(events) + 1)]  # counted per flow
+    assert before["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED" and output(before) == 7
 
     res = dex(db, "rpc", "approval", "approve", "--input", '"ann"')
     assert res.returncode == 0, res.stderr
@@ -61,7 +62,8 @@ def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path)
     assert res.returncode == 0, res.stderr
 
     results = {f: inspect(db, f) for f in ("three-queued", "three-crashed", "three-retry", "approval")}
-    assert {f: r["summary"]["flowStatus"] for f, r in results.items()} == dict.fromkeys(results, "COMPLETED")
+    assert {f: r["summary"]["flowStatus"] for f, r in results.items()} == dict.fromkeys(results,
+                                                                                         "FLOW_STATUS_COMPLETED")
     assert {f: output(results[f]) for f in ("three-queued", "three-crashed", "three-retry")} == \
         {"three-queued": 9, "three-crashed": 11, "three-retry": 13}
     # the dead process's attempt is declared lost, then retried; the failed attempt stays failed
