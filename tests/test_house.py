@@ -28,8 +28,6 @@ TWO_WAY_DEBT = {
     ("dexcli.engine", "core", "outputs"),
     ("dexcli.engine", "core", "schedule"),
     ("dexcli.engine", "core", "sync_attempt"),
-    ("dexcli.engine", "id_reuse", "transitions"),
-    ("dexcli.engine", "transitions", "waiting"),
 }
 KEEPS_ENGINE_DEBT = {"endings", "outputs", "schedule", "sync_attempt", "runner"}
 

@@ -168,8 +168,8 @@ def _checked_id(engine: Engine, flow_id: str | None, definition: FlowDefinition,
                 options: StartFlowOptions) -> str:
     """The run's flow id (given or generated), refused if a flow has it that the id reuse
     policy does not let a new run replace."""
-    from dexcli.engine.id_reuse import allows
     from dexcli.engine.start_request import check_flow_id, new_flow_id
+    from dexcli.engine.transitions import allows
 
     fid = new_flow_id(definition.flow_type) if flow_id is None else check_flow_id(flow_id)
     existing = engine.store.get_flow(fid)

@@ -19,7 +19,7 @@ from dexcli.engine.attributes import AttributeView
 from dexcli.engine.deadlines import earliest_deadline
 from dexcli.engine.faults import Faults, InjectedError
 from dexcli.engine.transitions import AttemptKey, Leased, Outputs
-from dexcli.engine.waiting import Effects
+from dexcli.engine.transitions.waiting import Effects
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput

@@ -33,7 +33,6 @@ from collections.abc import Callable
 from typing import Any
 
 from dexcli.engine import transitions as t
-from dexcli.engine import waiting as w
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
@@ -51,6 +50,7 @@ from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
 from dexcli.engine.sync_attempt import SyncAttempt, halt
+from dexcli.engine.transitions import waiting as w
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dexcli.engine import transitions as t
-from dexcli.engine import waiting as w
 from dexcli.engine.attempt import STOPPING, AttemptRun
 from dexcli.engine.batch import Unit
 from dexcli.engine.outcome import WaitResult
+from dexcli.engine.transitions import waiting as w
 
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
@@ -67,11 +67,11 @@ class Endings:
         engine = self.engine
         owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
 
-        def apply(tx: Any) -> w.ExecuteDone:
-            return w.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
+        def apply(tx: Any) -> t.ExecuteDone:
+            return t.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
                                       engine.definitions, run.definition, engine.now(run.flow_id), owner)
 
-        def done(d: w.ExecuteDone) -> None:
+        def done(d: t.ExecuteDone) -> None:
             now, c = engine.now(run.flow_id), d.completed
             if engine.events.listeners:
                 engine.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,

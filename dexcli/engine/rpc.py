@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dexcli.engine import handler_state as hs
-from dexcli.engine import waiting as w
 from dexcli.engine.attributes import AttributeView, apply_writes
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity, next_step
 from dexcli.engine.transitions import NextStep, queue_step
+from dexcli.engine.transitions import waiting as w
 from dexcli.sdk.channels import ChannelMessage, physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import (

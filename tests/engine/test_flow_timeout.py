@@ -1,4 +1,4 @@
-"""The flow-timeout and id-reuse transitions (dexcli.engine.flow_timeout, id_reuse) against a
+"""The flow-timeout and id-reuse transitions (dexcli.engine.flow_timeout, transitions.flows' id reuse) against a
 real SQLite file, without an engine: what `start` stores of its options, what `flow_timeout`
 writes when a timeout is due (and that it fires once), and what a reused flow id keeps."""
 
@@ -15,7 +15,7 @@ from dexcli.engine import transitions as t
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_timeout import fire_due, flow_timeout
-from dexcli.engine.id_reuse import allows
+from dexcli.engine.transitions import allows
 from dexcli.sdk.errors import FlowAlreadyStartedError
 from dexcli.sdk.registry import Registry
 from dexcli.store import FlowState, StartSettings, StepState, Store

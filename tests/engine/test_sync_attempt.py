@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, graceful_complete
-from dexcli.engine import waiting
+from dexcli.engine import transitions
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
 from dexcli.engine.runner import Runner
@@ -71,13 +71,13 @@ def outcomes(env: DexTestEnv, flow_id: str) -> list[str]:
 def no_completion(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Count applied completions: a fenced attempt's unit must be skipped, never applied."""
     applied: list[str] = []
-    real = waiting.complete_execute
+    real = transitions.complete_execute
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         applied.append(args[1].seid)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(waiting, "complete_execute", spy)
+    monkeypatch.setattr(transitions, "complete_execute", spy)
     return applied
 
 

@@ -13,12 +13,17 @@ and the caller's transaction is rolled back.
     fail       a failed attempt: retry after backoff, or recovery step / close once exhausted
     reap       another process's attempt whose deadline passed: declared lost, then `fail`
     stop       a client's cancel / terminate / fail
-    close      the flow's end: open steps cancelled, FlowClosed"""
+    close      the flow's end: open steps cancelled, FlowClosed
+
+Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
+cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`."""
 
 from dexcli.engine.deadlines import method_options
+from dexcli.engine.transitions import waiting
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
+    allows,
     close,
     start,
     stop,
@@ -26,9 +31,11 @@ from dexcli.engine.transitions.flows import (
 from dexcli.engine.transitions.outcomes import (
     Completed,
     Decision,
+    ExecuteDone,
     Failed,
     Failure,
     complete,
+    complete_execute,
     fail,
     reap,
 )
@@ -55,6 +62,7 @@ __all__ = [
     "Closed",
     "Completed",
     "Decision",
+    "ExecuteDone",
     "Failed",
     "Failure",
     "Fenced",
@@ -64,8 +72,10 @@ __all__ = [
     "START_SOURCE",
     "StartRequest",
     "Started",
+    "allows",
     "close",
     "complete",
+    "complete_execute",
     "end_call",
     "fail",
     "give_back",
@@ -79,4 +89,5 @@ __all__ = [
     "release_left",
     "start",
     "stop",
+    "waiting",
 ]

@@ -1,4 +1,17 @@
-"""A flow's start (with its start options and id reuse), its close, and a client's stop."""
+"""A flow's start (with its start options and id reuse), its close, and a client's stop.
+
+Whether a start may take a flow id that already has a run (IdReusePolicy, as Dex):
+
+    policy                       existing run RUNNING          existing run closed
+    DEFAULT, DISALLOW            refuse                        refuse
+    ALLOW_IF_PREVIOUS_FAILED     refuse                        new run if it ended FAILED, CANCELED or TERMINATED
+    ALLOW_IF_NOT_RUNNING         refuse                        new run
+    ALLOW_TERMINATE_IF_RUNNING   TERMINATED, then a new run    new run
+
+A refused start raises FlowAlreadyStartedError, unless ignore_already_started is set and its
+request id is the existing run's: then it answers with that run. A new run takes the flow id;
+the previous run is kept under `<flow_id>$<run_id>` (dexcli.store.tx_runs).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +25,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import FlowState, StartSettings, Tx, json_object, timeout_time
+from dexcli.store import FlowRecord, FlowState, StartSettings, Tx, json_object, timeout_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +53,12 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     start delay); a flow without one starts with no step, RUNNING until an RPC starts one. A
     taken flow id is refused before anything is written (or answered with the existing run for
     the same request id under ignore_already_started), unless the id reuse policy lets a new run
-    replace the old one (dexcli.engine.id_reuse)."""
+    replace the old one (`allows`, `make_room`)."""
     run_id, request_id, s = str(uuid.uuid4()), req.request_id or str(uuid.uuid4()), req.settings
     input_json = req.start.input_json if req.start is not None else "null"
     args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, input_json, request_id, now)
     previous = None
     if not tx.insert_flow_if_new(*args):
-        from dexcli.engine.id_reuse import allows, make_room  # id_reuse builds on this module
-
         existing = tx.get_flow(req.flow_id)
         assert existing is not None
         if not allows(s.id_reuse_policy or "DEFAULT", existing):
@@ -126,3 +137,44 @@ def stop(tx: Tx, flow_id: str, stop_type: str, reason: str | None, now: float) -
     default = "fail by client" if stop_type == "FAIL" else f"stopped ({stop_type.lower()})"
     close(tx, flow_id, now, Closed(kind.status, kind.error_type, reason or default))
     return Closed(kind.status, kind.error_type, reason)
+
+
+# --------------------------------------------------------------------------- id reuse -----
+_UNSUCCESSFUL = frozenset({FlowState.FAILED, FlowState.CANCELED, FlowState.TERMINATED})
+
+
+def allows(policy: str, existing: FlowRecord) -> bool:
+    """Whether `policy` (an IdReusePolicy name) lets a new run replace `existing`."""
+    if policy == "ALLOW_TERMINATE_IF_RUNNING":
+        return True
+    if existing.is_running:
+        return False
+    if policy == "ALLOW_IF_NOT_RUNNING":
+        return True
+    return policy == "ALLOW_IF_PREVIOUS_FAILED" and existing.status in _UNSUCCESSFUL
+
+
+@dataclass(frozen=True, slots=True)
+class Reused:
+    """The flow id is free for a new run: the previous run (archived under `archived_as`),
+    and how it closed when this start terminated it."""
+
+    previous_run_id: str
+    archived_as: str
+    terminated: Closed | None
+
+
+def make_room(tx: Tx, existing: FlowRecord, policy: str, new_run_id: str, now: float) -> Reused:
+    """Terminate the existing run if the policy says so, and archive it. Raises
+    FlowAlreadyStartedError when the policy refuses (nothing is written then)."""
+    if not allows(policy, existing):
+        raise FlowAlreadyStartedError(
+            f"flow {existing.flow_id} already exists ({existing.status.value}, {existing.flow_type}); "
+            f"id reuse policy {policy} refuses a new run")
+    terminated = None
+    if existing.is_running:
+        terminated = Closed(FlowState.TERMINATED, None, f"terminated: run {new_run_id} took the flow id "
+                                                         "(ALLOW_TERMINATE_IF_RUNNING)")
+        close(tx, existing.flow_id, now, terminated)
+    archived = tx.archive_run(existing.flow_id, existing.run_id)
+    return Reused(existing.run_id, archived, terminated)

@@ -1,12 +1,14 @@
-"""What an ended attempt does to its step: complete (the decision applied), fail (retry,
-recovery route or the flow's end), and reap (another process's expired attempt)."""
+"""What an ended attempt does to its step: complete (the decision applied; complete_execute
+with what its handler staged), fail (retry, recovery route or the flow's end), and reap
+(another process's expired attempt)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from dexcli.engine.attributes import apply_writes
 from dexcli.engine.deadlines import (
     TIMEOUT_ORDER,
     earliest_deadline,
@@ -26,6 +28,15 @@ from dexcli.engine.transitions.steps import (
     end_call,
     leased,
     queue_step,
+)
+from dexcli.engine.transitions.waiting import (
+    Effects,
+    Woken,
+    cancel,
+    proceed_after_wait_failure,
+    publish,
+    queues_empty,
+    wake_flow,
 )
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.options import ResolvedOptions
@@ -200,7 +211,6 @@ def fail(tx: Tx, step: StepRecord, owner: str | None, failure: Failure, definiti
     why = "fatal" if f.fatal else ("attempts exhausted" if not attempts_left else "TotalDuration spent")
     proceed = step.method is Method.WAIT_FOR and opts.wait_for_failure == "PROCEED" and not f.fatal
     if proceed:
-        from dexcli.engine.waiting import proceed_after_wait_failure  # waiting builds on this module
         tx.end_attempt(step.flow_id, seid, attempt, owner, f.at, f.outcome, f.error_type, f.detail, f.stack_trace)
         _failed_event(tx, step, f, why, None)
         proceed_after_wait_failure(tx, step, definitions, now, f.recovery_error)
@@ -260,3 +270,46 @@ def reap(tx: Tx, seen: StepRecord, definitions: Definitions, now: float) -> tupl
         return failure, fail(tx, fresh, fresh.lease_owner, failure, definitions, now)
     except Fenced:
         return None
+
+
+# ------------------------------------------------------------------------------ execute -----
+@dataclass(frozen=True, slots=True)
+class ExecuteDone:
+    """An execute attempt's decision applied with its effects: what completed, which step
+    executions it cancelled, which waits its publishes made ready."""
+
+    completed: Completed
+    canceled: tuple[str, ...]
+    woken: tuple[Woken, ...]
+
+
+def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
+                     effects: Effects, definitions: Definitions, definition: FlowDefinition, now: float,
+                     owner: str | None) -> ExecuteDone:
+    """`transitions.complete` with what the handler staged: its publishes appended, the step
+    executions it cancels ended, a conditional completion resolved, the decision applied, then
+    the flow's waits re-evaluated. One transaction: all of it or (fenced) nothing."""
+    if effects.publishes:
+        publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
+    upserts = apply_writes(tx, key.flow_id, effects.attributes, now, key.seid) if effects.attributes else None
+    flow_wide, siblings = decision.cancels
+    canceled = cancel(tx, key.flow_id, set(flow_wide), step, set(siblings), {key.seid}, now) \
+        if flow_wide or siblings else []
+    if decision.kind is DecisionKind.FORCE_COMPLETE_IF_CHANNELS_EMPTY:
+        empty = queues_empty(tx, key.flow_id, decision.empty_channels)
+        decision = replace(decision, kind=DecisionKind.FORCE_COMPLETE if empty else DecisionKind.NEXT,
+                           next_steps=() if empty else decision.next_steps)
+    extra: dict[str, Any] = {}
+    if effects.events:
+        extra["recordEvents"] = effects.events
+    if effects.publishes:
+        extra["publishes"] = [{"queue": q, "value": json.loads(v)} for q, v in effects.publishes]
+    if canceled:
+        extra["canceled"] = canceled
+    if upserts:
+        extra["upsertAttributes"] = upserts
+    if effects.locals is not None:
+        tx.set_locals(key.flow_id, key.seid, json.dumps(effects.locals))
+    done = complete(tx, key, step, started, decision, definition, now, owner is not None, extra)
+    woken = wake_flow(tx, key.flow_id, definitions, now, owner) if effects.publishes and done.closed is None else []
+    return ExecuteDone(done, tuple(canceled), tuple(woken))

@@ -17,18 +17,16 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.engine import waits as w
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions import AttemptKey, Completed, Decision, Fenced, Leased, complete, end_call, lease
-from dexcli.sdk.decisions import DecisionKind
+from dexcli.engine.transitions.steps import AttemptKey, Fenced, Leased, end_call, lease
 from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
-from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import AttemptOutcome, Runnable, StepRecord, StepState, Tx
 
 
@@ -253,46 +251,3 @@ def queues_empty(tx: Tx, flow_id: str, channels: tuple[str, ...]) -> bool:
     """Whether these channels (a ChannelMap's name: every instance) have no pending message."""
     counts = tx.queue_counts(flow_id)
     return not any(n and (q in channels or q.split("/", 1)[0] in channels) for q, n in counts.items())
-
-
-# ------------------------------------------------------------------------------ execute -----
-@dataclass(frozen=True, slots=True)
-class ExecuteDone:
-    """An execute attempt's decision applied with its effects: what completed, which step
-    executions it cancelled, which waits its publishes made ready."""
-
-    completed: Completed
-    canceled: tuple[str, ...]
-    woken: tuple[Woken, ...]
-
-
-def complete_execute(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision: Decision,
-                     effects: Effects, definitions: Definitions, definition: FlowDefinition, now: float,
-                     owner: str | None) -> ExecuteDone:
-    """`transitions.complete` with what the handler staged: its publishes appended, the step
-    executions it cancels ended, a conditional completion resolved, the decision applied, then
-    the flow's waits re-evaluated. One transaction: all of it or (fenced) nothing."""
-    if effects.publishes:
-        publish(tx, key.flow_id, effects.publishes, f"#{key.seid}", now)
-    upserts = apply_writes(tx, key.flow_id, effects.attributes, now, key.seid) if effects.attributes else None
-    flow_wide, siblings = decision.cancels
-    canceled = cancel(tx, key.flow_id, set(flow_wide), step, set(siblings), {key.seid}, now) \
-        if flow_wide or siblings else []
-    if decision.kind is DecisionKind.FORCE_COMPLETE_IF_CHANNELS_EMPTY:
-        empty = queues_empty(tx, key.flow_id, decision.empty_channels)
-        decision = replace(decision, kind=DecisionKind.FORCE_COMPLETE if empty else DecisionKind.NEXT,
-                           next_steps=() if empty else decision.next_steps)
-    extra: dict[str, Any] = {}
-    if effects.events:
-        extra["recordEvents"] = effects.events
-    if effects.publishes:
-        extra["publishes"] = [{"queue": q, "value": json.loads(v)} for q, v in effects.publishes]
-    if canceled:
-        extra["canceled"] = canceled
-    if upserts:
-        extra["upsertAttributes"] = upserts
-    if effects.locals is not None:
-        tx.set_locals(key.flow_id, key.seid, json.dumps(effects.locals))
-    done = complete(tx, key, step, started, decision, definition, now, owner is not None, extra)
-    woken = wake_flow(tx, key.flow_id, definitions, now, owner) if effects.publishes and done.closed is None else []
-    return ExecuteDone(done, tuple(canceled), tuple(woken))
