@@ -33,8 +33,10 @@ class InvalidFlowIdError(ValueMappingError):
 
 
 def _flow_id_problem(flow_id: str) -> str | None:
-    if not flow_id or any(c in flow_id for c in "/$:"):
+    if not flow_id or "/" in flow_id or "$" in flow_id or ":" in flow_id:
         return "must be non-empty and contain no '/', '$' or ':'"
+    if flow_id.isprintable():  # every start asks: the usual answer without a loop over its characters
+        return None
     bad = next((c for c in flow_id if not c.isprintable()), None)
     if bad is not None:
         return f"contains the non-printable character {bad!r} (U+{ord(bad):04X}): use letters, digits and punctuation"
