@@ -195,8 +195,9 @@ CREATE TABLE IF NOT EXISTS attribute_locks (
 );
 
 -- What a write overwrote, for each step execution then in a method call (once per key and
--- call): its retries read the attributes as they were when the call began. Deleted when the
--- call ends, or the flow closes.
+-- call): its retries read the attributes as they were when the call began. Dropped when the
+-- step's next call begins, by the next write that keeps snapshots once the call has ended, or
+-- when the flow closes.
 CREATE TABLE IF NOT EXISTS attribute_snapshots (
     flow_id           TEXT NOT NULL,
     step_execution_id TEXT NOT NULL,

@@ -10,7 +10,9 @@ commits or its `expires` time passes (its process died).
 Every attempt of one method call reads the attributes as they were when the call began (the
 server hands each retry the snapshot its call took). The snapshot is kept by difference: a
 write saves, for each step execution in a call, the value it overwrites (once per key and
-call) in `attribute_snapshots`; a retry reads the live rows with those laid over them.
+call) in `attribute_snapshots`; a retry reads the live rows with those laid over them. A call
+drops what an earlier call of its step kept as it begins; what ended calls kept goes with the
+next such write, or the flow's close.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ class AttributeStatements:
     def keep_call_snapshots(self, flow_id: str, keys: list[str], writer: str | None) -> None:
         """`keys` are about to be written: for each step execution in a method call (but the
         writer, whose call ends with this write), save what each key holds now, unless its call
-        saved that key already (NULL: the key did not exist)."""
+        saved that key already (NULL: the key did not exist). What steps no longer in a call
+        kept goes first: nothing reads it again."""
+        self.c.execute(f"DELETE FROM attribute_snapshots WHERE flow_id = ?1 AND step_execution_id NOT IN ("
+                       f"SELECT s.step_execution_id FROM steps s WHERE s.flow_id = ?1 AND {IN_CALL})", (flow_id,))
         self.c.executemany(
             "INSERT OR IGNORE INTO attribute_snapshots (flow_id, step_execution_id, key, name, instance, value) "
             f"SELECT s.flow_id, s.step_execution_id, ?1, a.name, a.instance, a.value FROM steps s "

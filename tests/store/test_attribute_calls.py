@@ -98,3 +98,18 @@ def test_a_version_4_database_gets_the_snapshot_table(tmp_path: Path) -> None:
         tx.keep_call_snapshots("f", ["counter"], None)
         assert _rows(tx) == [("Reader-1", "counter", None)]
     store.close()
+
+
+def test_what_an_ended_call_kept_goes_with_the_next_write_that_keeps_snapshots(store: Store) -> None:
+    """A call's end runs no statement for its snapshot (the usual end, no RPC wrote during it);
+    what it kept is not read again, and the next write that keeps snapshots drops it first."""
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_running(tx, "f", "Ended-1", "me")
+        add_running(tx, "f", "Running-1", "me")
+        tx.keep_call_snapshots("f", ["counter"], None)
+        assert [r[0] for r in _rows(tx)] == ["Ended-1", "Running-1"]
+        assert tx.complete_step("f", "Ended-1", "me", 1, '{"kind":"gracefulComplete"}', T0 + 1)
+        assert [r[0] for r in _rows(tx)] == ["Ended-1", "Running-1"]  # nothing written at its end
+        tx.keep_call_snapshots("f", ["other"], None)
+        assert _rows(tx) == [("Running-1", "counter", None), ("Running-1", "other", None)]

@@ -64,10 +64,12 @@ def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: Fl
 
 def end_call(tx: Tx, step: StepRecord, now: float) -> None:
     """The method call `step` runs ended (completed, its wait committed, or failed for good):
-    free its locks and wake their waiters; drop what it kept of the attributes for retries."""
+    free its locks and wake their waiters. What it kept of the attributes for its retries is
+    not read again (the next call of the step drops it as it begins, `lease`) and goes with
+    the next write that keeps snapshots, or the flow's close: a step's usual end, which no
+    RPC wrote during, runs no statement for it."""
     if method_options(step).locks:
         tx.release_locks(step.flow_id, step.step_execution_id, now)
-    tx.forget_call_snapshot(step.flow_id, step.step_execution_id)
 
 
 @dataclass(frozen=True, slots=True)
