@@ -208,7 +208,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     client = AsyncClient(engine=engine)
     engine.definitions.prepare()  # what a worker does at start-up (dexcli.Worker)
     delays: list[float] = []
-    engine.output_delays = delays  # how long each heartbeat/Stream unit waited for its commit
+    engine.outputs.delays = delays  # how long each heartbeat/Stream unit waited for its commit
     tune_gc()  # what `dex worker` does for a process that runs many flows
     rss_before = peak_rss_mib()
     cpu0, commits0 = cpu_seconds(), engine.store.commits

@@ -25,11 +25,10 @@ TWO_WAY_DEBT = {
     ("dexcli", "cli", "plugins"),
     ("dexcli.cli", "app", "plugin_cmds"),
     ("dexcli.engine", "core", "endings"),
-    ("dexcli.engine", "core", "outputs"),
     ("dexcli.engine", "core", "schedule"),
     ("dexcli.engine", "core", "sync_attempt"),
 }
-KEEPS_ENGINE_DEBT = {"endings", "outputs", "schedule", "sync_attempt", "runner"}
+KEEPS_ENGINE_DEBT = {"endings", "schedule", "sync_attempt", "runner"}
 
 
 def _name(path: Path) -> str:

@@ -75,7 +75,7 @@ class Engine:
         self.scheduler = Scheduler(self, owner or f"{socket.gethostname()}:{os.getpid()}")
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
-        self.outputs = OutputQueue(self)
+        self.outputs = OutputQueue(clock, self.commits, self.events, self.faults)
         self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
@@ -84,7 +84,6 @@ class Engine:
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
         self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
-        self.output_delays: list[float] | None = None
 
     # ------------------------------------------------------------------ facade -----------
     @property
