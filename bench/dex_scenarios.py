@@ -319,11 +319,11 @@ def make_big_db(db: str, n: int) -> dict[str, Any]:
              "heartbeat_deadline", "attempt_deadline", "total_deadline", "end_time"}
     sel = ", ".join(fid if c == "flow_id" else (f"{c} + {shift}" if c in times else c) for c in cols)
     conn.execute(f"INSERT INTO steps ({', '.join(cols)}) SELECT {sel} FROM steps, seq WHERE steps.flow_id = 'tpl'")
-    cols = [r[1] for r in conn.execute("PRAGMA table_info(attempts)")]
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(ended_attempts)")]
     sel = ", ".join(fid if c == "flow_id" else (f"{c} + {shift}" if c in ("start_time", "end_time") else c)
                     for c in cols)
-    conn.execute(f"INSERT INTO attempts ({', '.join(cols)}) SELECT {sel} FROM attempts, seq "
-                 "WHERE attempts.flow_id = 'tpl'")
+    conn.execute(f"INSERT INTO ended_attempts ({', '.join(cols)}) SELECT {sel} FROM ended_attempts, seq "
+                 "WHERE ended_attempts.flow_id = 'tpl'")
     conn.execute(f"INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT history.seq + (seq.i << 24), "
                  f"{fid}, event_time + {shift}, type, payload FROM history, seq WHERE history.flow_id = 'tpl' "
                  "ORDER BY seq.i, history.seq")
