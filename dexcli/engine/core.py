@@ -42,7 +42,6 @@ from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_wa
 from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
-from dexcli.engine.flow_timeout import fire_due
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
@@ -339,7 +338,7 @@ class Engine:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
         leased, woken = [], []
         with self.store.tx() as tx:
-            timed_out = fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
+            timed_out = t.fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
             for r in tx.runnable_steps(now, flow_ids, self.scheduler.claim_batch):
                 if r.flow_status is not FlowState.RUNNING:
                     continue

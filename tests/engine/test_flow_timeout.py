@@ -14,8 +14,7 @@ from dexcli import Context, StepDecision, dead_end
 from dexcli.engine import transitions as t
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.flow_timeout import fire_due, flow_timeout
-from dexcli.engine.transitions import allows
+from dexcli.engine.transitions import allows, fire_due, flow_timeout
 from dexcli.sdk.errors import FlowAlreadyStartedError
 from dexcli.sdk.registry import Registry
 from dexcli.store import FlowState, StartSettings, StepState, Store

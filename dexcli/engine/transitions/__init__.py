@@ -16,7 +16,8 @@ and the caller's transaction is rolled back.
     close      the flow's end: open steps cancelled, FlowClosed
 
 Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
-cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`."""
+cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
+flow timeout's firing in `timeouts`."""
 
 from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions import waiting
@@ -56,6 +57,7 @@ from dexcli.engine.transitions.steps import (
     release,
     release_left,
 )
+from dexcli.engine.transitions.timeouts import TimedOut, fire_due, flow_timeout
 
 __all__ = [
     "AttemptKey",
@@ -72,12 +74,15 @@ __all__ = [
     "START_SOURCE",
     "StartRequest",
     "Started",
+    "TimedOut",
     "allows",
     "close",
     "complete",
     "complete_execute",
     "end_call",
     "fail",
+    "fire_due",
+    "flow_timeout",
     "give_back",
     "heartbeat",
     "lease",
