@@ -15,6 +15,7 @@ from rich.text import Text
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import clock_time, format_duration, parse_iso
+from dexcli.cli.render_subflows import subflow_lines
 from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
@@ -323,6 +324,7 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
         else:
             parts.extend(step_lines(step, now, fid))
     parts.extend(stream_lines(snap))
+    parts.extend(subflow_lines(snap))
     parts.append(Rule(style="dim"))
     if rw.only_external_input(snap):
         parts.append(Text(f" {rw.EXTERNAL_INPUT}", style="yellow"))

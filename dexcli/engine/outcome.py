@@ -20,10 +20,10 @@ from typing import Any
 from dexcli.engine.attempt import AttemptRun
 from dexcli.engine.deadlines import timeout_detail
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions import Decision, Failure, NextStep
-from dexcli.engine.user_code import missing_api, user_stack
 from dexcli.engine.subflows import child_starts
+from dexcli.engine.transitions import Decision, Failure, NextStep
 from dexcli.engine.transitions.subflows import ChildStart
+from dexcli.engine.user_code import missing_api, user_stack
 from dexcli.engine.waits import persist
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
 from dexcli.sdk.decisions import RetryAfter, StepDecision

@@ -60,6 +60,8 @@ def flow_summary(flow: FlowRecord) -> dict[str, Any]:
         "errorMessage": flow.error_message,
         "completions": _j(flow.completions) or [],
         **start_options(flow),
+        **({"parentFlowId": flow.parent_flow_id, "parentStepExecutionId": flow.parent_step_execution_id}
+           if flow.parent_flow_id else {}),
     }
 
 
@@ -379,8 +381,8 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
     for v in by_step.values():
         v.sort(key=lambda a: a.attempt)
     step_rows = store.steps_of(flow_id)
-    pending, attrs, lock_rows = store.read(lambda tx: (tx.pending_messages(flow_id), tx.attribute_values(flow_id),
-                                                       tx.locks_of(flow_id, now)))
+    pending, attrs, lock_rows, children = store.read(lambda tx: (
+        tx.pending_messages(flow_id), tx.attribute_values(flow_id), tx.locks_of(flow_id, now), tx.children_of(flow_id)))
     locks = Locks(lock_rows)
     steps = [_step(s, by_step.get(s.step_execution_id, []), now, locks) for s in step_rows]
     streams: dict[str, list[dict[str, Any]]] = {}
@@ -397,4 +399,12 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "state": flow_state(row, step_rows, pending, now, attrs, locks, by_step),
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
+        "subFlows": [sub_flow(c) for c in children],  # the children its waits started (SubFlows)
     }
+
+
+def sub_flow(child: FlowRecord) -> dict[str, Any]:
+    """A child flow as its parent's snapshot lists it."""
+    return {"flowId": child.flow_id, "runId": child.run_id, "flowType": child.flow_type,
+            "flowStatus": child.status.value, "stepExecutionId": child.parent_step_execution_id,
+            "startTime": iso(child.start_time), "closeTime": iso(child.close_time)}
