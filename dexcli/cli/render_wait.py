@@ -100,7 +100,7 @@ def subflow_text(c: dict[str, Any], snap: dict[str, Any]) -> str:
     status = next((k["flowStatus"] for k in snap.get("subFlows", ()) if k["flowId"] == fid), None)
     if c.get("result") is not None:
         status = c["result"]["status"]
-    return f"SubFlow {c['flowType']} {fid or '(starting)'}" + (f" {status}" if status else "")
+    return f"{fid or 'SubFlow (starting)'} {c['flowType']}" + (f" {status}" if status else "")
 
 
 def summary(snap: dict[str, Any], active: dict[str, Any], now: float) -> str:
