@@ -100,8 +100,9 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
     now = parse_iso(snap["now"]) or 0.0
     start = parse_iso(s["startTime"]) or now
     end = parse_iso(s["closeTime"]) or now
-    label_w = min(LABEL_MAX, max([len(st["stepExecutionId"]) for st in snap["steps"]] + [6]
-                                 + [len(_child_label(c["flowId"], s["flowId"])) for c in snap.get("subFlows") or []])) + 2
+    labels = [st["stepExecutionId"] for st in snap["steps"]]
+    labels += [_child_label(c["flowId"], s["flowId"]) for c in snap.get("subFlows") or []]
+    label_w = min(LABEL_MAX, max([len(x) for x in labels] + [6])) + 2
     plot = max(MIN_PLOT, width - label_w - 1)
     axis = Axis(start, max(end, start + 1e-3), plot)
     lines = _title(s, end - start, width)

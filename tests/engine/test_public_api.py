@@ -20,7 +20,7 @@ EXPECTED_ALL = [
     "RPCResult", "RecoveryErrorInfo", "Registry", "RetryAfterError", "RetryPolicy", "StartFlowOptions",
     "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList", "StepMovement",
     "StepOptions", "StepOutput", "StopFlowOptions", "StopType", "Stream", "StreamMessage",
-    "StreamMessagesPage", "SubFlow", "SubFlowOptions", "SubFlowReusePolicy", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
+    "StreamMessagesPage", "SubFlow", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
     "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty", "force_fail",
     "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after", "rpc",
     "BOOL", "BYTES", "DOUBLE", "INT64", "STRING", "Codec", "CodecRegistry", "JsonCodec", "Value", "WireKind",
@@ -28,7 +28,7 @@ EXPECTED_ALL = [
     "ChannelMessageNotFoundError", "ChannelMessagesNotLoadedError", "FlowClosingError", "RequestTimeoutError",
     "RpcLockConflictError",
     "AttributeMatch", "SearchFlowEntry", "SearchFlowsPage", "WaitForAttributeOptions",
-    "WaitForStepCompletionOptions",
+    "WaitForStepCompletionOptions", "SubFlowOptions", "SubFlowReusePolicy",
     "ActiveStepSearchMode", "AsyncBufferedTextStream", "BufferedTextStream", "ErrorSubStatus", "HealthInfo",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against
