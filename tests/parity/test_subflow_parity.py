@@ -77,7 +77,8 @@ CALLS: list[tuple[str, Callable[[Any], Any]]] = [
     ("SubFlow.run(None, 1)", lambda api: api.SubFlow.run(None, 1)),
     ("get_condition_results(object())", lambda api: api.SubFlow.get_condition_results(object())),
     ("get_flow_id(object(), 0)", lambda api: api.SubFlow.get_flow_id(object(), 0)),
-    ("SubFlowOptions(condition_id='')", lambda api: api.SubFlow.run(child(api), 1, api.SubFlowOptions(condition_id=""))),
+    ("SubFlowOptions(condition_id='')",
+     lambda api: api.SubFlow.run(child(api), 1, api.SubFlowOptions(condition_id=""))),
 ]
 
 
