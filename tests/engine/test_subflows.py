@@ -30,6 +30,7 @@ from dexcli import (
     SubFlow,
     Timer,
     Wait,
+    WorkerInvocationError,
     force_fail,
     graceful_complete,
     rpc,
@@ -110,6 +111,10 @@ class ParentFlow(Flow[list[str]]):
     def nudge(self, context: Context, input: str) -> RPCResult[None]:
         NUDGE.publish(context, input)
         return RPCResult(None)
+
+    @rpc
+    def peek(self, context: Context) -> RPCResult[str]:
+        return RPCResult(SubFlow.get_flow_id(context))
 
 
 @pytest.fixture(autouse=True)
@@ -257,6 +262,11 @@ def test_results_are_read_only_in_execute_and_by_index(env: DexTestEnv) -> None:
                       "SubFlow result index is unavailable: 1", "SubFlow result index is unavailable: -1"]
     with pytest.raises(TypeError, match="invocation Context"):
         SubFlow.get_condition_results(object())
+    flow = ParentFlow()
+    env.start(flow, ["hang"], flow_id="r")
+    env.drive(["r"], until=lambda: env.inspect("r")["steps"][0]["status"] == "WAITING")
+    with pytest.raises(WorkerInvocationError, match="only during execute"):
+        env.client.invoke_rpc(flow.peek, "r")
 
 
 def test_options_start_the_child_with_its_timeout_delay_and_attributes(env: DexTestEnv) -> None:
