@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from dexcli.cli.render import live_view
+from dexcli.cli.render import LineDiffer, live_view
 from dexcli.cli.render_inspect import inspect_view
 from dexcli.cli.timeline import timeline_lines
 from dexcli.engine.inspect_json import dex_cli_json
@@ -55,6 +55,8 @@ def test_a_parent_and_its_children_as_every_view_shows_them() -> None:
         conds = active["waitingCondition"]["subFlowConditions"]
         assert [(c["subFlowIndex"], c["subFlowId"], c["completed"]) for c in conds] == [
             (0, CHILD.format(0), True), (1, CHILD.format(1), False), (2, CHILD.format(2), True)]
+        lines = "\n".join(LineDiffer().lines(snap))  # the plain lines of `dex run` into a pipe
+        assert f"↳ {CHILD.format(1)} (SquareFlow) started" in lines and f"↳ {CHILD.format(2)} CANCELED" in lines
         child = env.inspect(CHILD.format(1))
         assert "Parent:  demo  (started by its step Split-1: a SubFlow)" in text(inspect_view(child))
         assert dex_cli_json(child)["summary"]["parentFlowId"] == "demo"
