@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
-from dexcli.engine.wait_kinds import TIMER
+from dexcli.engine.wait_kinds import SUBFLOW, TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
     AttemptRecord,
@@ -261,10 +261,23 @@ def _active(s: StepRecord, at: float, attempts: list[AttemptRecord]) -> dict[str
             "waitingCondition": None if wait is None else _waiting_condition(wait),
             "completedConditions": None if wait is None else {"completedTimerConditions": {
                 str(t["conditionIndex"]): f"INTERNAL_TIMER_STATUS_{t['status']}" for t in timers
-                if t["status"] != "PENDING"}},
+                if t["status"] != "PENDING"}, **_completed_sub_flows(wait)},
             "stepExecutionLocals": [{"key": k, "value": json.loads(v)} for k, v in (_j(s.locals) or {}).items()],
             "timers": timers,
             "lastFailureInfo": last_failure(s, attempts)}
+
+
+def _completed_sub_flows(wait: dict[str, Any]) -> dict[str, Any]:
+    """A wait's ended SubFlows by subFlowIndex, as the server's completedSubFlowResults
+    (FlowResult: flowStatus, results, errorType, errorMessage); nothing for a wait without any."""
+    subs = [c for c in wait["conditions"] if c["kind"] == SUBFLOW]
+    if not subs:
+        return {}
+    return {"completedSubFlowResults": {
+        str(c["subFlowIndex"]): {"flowStatus": f"FLOW_STATUS_{c['result']['status']}",
+                                 "results": c["result"]["completions"], "errorType": c["result"]["errorType"],
+                                 "errorMessage": c["result"]["errorMessage"]}
+        for c in subs if c.get("result") is not None}}
 
 
 FAILED_OUTCOMES = ("FAILED", "TIMED_OUT", "LOST")

@@ -55,6 +55,10 @@ def test_a_parent_and_its_children_as_every_view_shows_them() -> None:
         conds = active["waitingCondition"]["subFlowConditions"]
         assert [(c["subFlowIndex"], c["subFlowId"], c["completed"]) for c in conds] == [
             (0, CHILD.format(0), True), (1, CHILD.format(1), False), (2, CHILD.format(2), True)]
+        done = active["completedConditions"]["completedSubFlowResults"]
+        assert {k: v["flowStatus"] for k, v in done.items()} == {"0": "FLOW_STATUS_COMPLETED",
+                                                                 "2": "FLOW_STATUS_CANCELED"}
+        assert done["0"]["results"][0]["output"] == 1
         lines = "\n".join(LineDiffer().lines(snap))  # the plain lines of `dex run` into a pipe
         assert f"↳ {CHILD.format(1)} (SquareFlow) started" in lines and f"↳ {CHILD.format(2)} CANCELED" in lines
         child = env.inspect(CHILD.format(1))
