@@ -292,6 +292,15 @@ def test_what_dex_cannot_run_is_refused_loudly(env: DexTestEnv) -> None:
     assert env.store.get_flow(child_id("p", 0)) is None  # nothing was started
 
 
+def test_an_initial_attribute_the_child_does_not_declare_fails_the_wait_for(env: DexTestEnv) -> None:
+    SEEN["options"] = {0: SubFlowOptions().with_attribute(Attribute("other", int), 1)}
+    env.start(ParentFlow(), ["ok:1"], flow_id="p")
+    env.drive(["p"], until=lambda: len(env.inspect("p")["steps"][0]["attempts"]) >= 2)
+    detail = env.inspect("p")["steps"][0]["attempts"][0].get("detail") or ""
+    assert "SubFlow ChildFlow: with_attribute" in detail and "other" in detail
+    assert env.store.get_flow(child_id("p", 0)) is None
+
+
 def test_a_child_that_cannot_take_its_input_fails_the_wait_for(env: DexTestEnv) -> None:
     class Bad(Step[str]):
         def wait_for(self, context: Context, input: str) -> Wait:
