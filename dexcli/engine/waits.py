@@ -38,6 +38,7 @@ from dexcli.sdk.conditions import (
     WaitKind,
 )
 from dexcli.sdk.errors import InvalidStepResultError
+from dexcli.sdk.flow import Flow
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +127,13 @@ def _add(flat: _Flat, c: Condition, channels: dict[str, Any], now: float) -> int
         if known is not None:  # the same SubFlow in another combination: one child
             return known
         flow = c.flow
-        get_type = getattr(flow, "get_flow_type", None)
-        if get_type is None:
-            raise InvalidStepResultError(f"SubFlow.run needs a Flow instance, not {type(flow).__name__}")
+        if not isinstance(flow, Flow):
+            what = f"the class {flow.__name__}" if isinstance(flow, type) else type(flow).__name__
+            raise InvalidStepResultError(f"SubFlow.run needs the target Flow instance, not {what}")
         if c.condition_id is not None:
             flat.subflow_ids[c.condition_id] = index
         flat.conditions.append({"index": index, "kind": SUBFLOW, "conditionId": c.condition_id,
-                                "subFlowIndex": len(flat.subflows), "flowType": get_type(),
+                                "subFlowIndex": len(flat.subflows), "flowType": flow.get_flow_type(),
                                 "flowId": None, "result": None})
         flat.subflows.append(c)
     else:

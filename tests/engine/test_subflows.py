@@ -301,6 +301,27 @@ def test_an_initial_attribute_the_child_does_not_declare_fails_the_wait_for(env:
     assert env.store.get_flow(child_id("p", 0)) is None
 
 
+def test_a_flow_class_instead_of_its_instance_fails_the_wait_for(env: DexTestEnv) -> None:
+    class ByClass(Step[str]):
+        def wait_for(self, context: Context, input: str) -> Wait:
+            return Wait.until(SubFlow.run(ChildFlow, "ok:1"))
+
+        def execute(self, context: Context, input: str) -> StepDecision:
+            return graceful_complete()
+
+    class ByClassFlow(Flow[str]):
+        def __init__(self) -> None:
+            self.by_class = ByClass()
+
+        def get_steps(self) -> StepList[str]:
+            return StepList.start_step(self.by_class)
+
+    env.start(ByClassFlow(), "x", flow_id="c")
+    env.drive(["c"], until=lambda: len(env.inspect("c")["steps"][0]["attempts"]) >= 2)
+    detail = env.inspect("c")["steps"][0]["attempts"][0].get("detail") or ""
+    assert "needs the target Flow instance, not the class ChildFlow" in detail
+
+
 def test_a_child_that_cannot_take_its_input_fails_the_wait_for(env: DexTestEnv) -> None:
     class Bad(Step[str]):
         def wait_for(self, context: Context, input: str) -> Wait:
