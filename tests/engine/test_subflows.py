@@ -397,3 +397,41 @@ def test_a_running_child_is_attached_unless_always_restart(env: DexTestEnv, poli
     env.client.wait_for_flow("p")
     assert SEEN["results"][0]["outputs"] == [100]
     assert child_runs(env) == runs
+
+
+# ------------------------------------------------------------------------ nested SubFlows ----
+class Tree(Step[int]):
+    """depth n: waits on two SubFlows of depth n-1, returns the number of leaves."""
+
+    def __init__(self, flow: TreeFlow) -> None:
+        self.flow = flow
+
+    def wait_for(self, context: Context, input: int) -> Wait:
+        if input == 0:
+            return Wait.until(Timer.by_duration(timedelta(seconds=1)))
+        return Wait.all_of(SubFlow.run(self.flow, input - 1), SubFlow.run(self.flow, input - 1))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        if input == 0:
+            return graceful_complete(1)
+        return graceful_complete(sum(SubFlow.get_condition_results(context, i).single_output(int) for i in (0, 1)))
+
+
+class TreeFlow(Flow[int]):
+    def __init__(self) -> None:
+        self.tree = Tree(self)
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(self.tree)
+
+
+def test_subflows_nest_and_a_drive_of_the_root_drives_every_level(env: DexTestEnv) -> None:
+    env.start(TreeFlow(), 3, flow_id="t")
+    env.drive(["t"], until=lambda: env.store.flow_count() == 15)  # every level started; the leaves wait
+    assert len(env.store.running_descendants(["t"])) == 14
+    assert env.client.wait_for_flow("t").single_output(int) == 8
+    flows = env.store.list_flows(limit=100)
+    assert len(flows) == 15 and all(f.status.name == "COMPLETED" for f in flows)
+    grandchild = "SubFlow:SubFlow:t-Tree-1-1-Tree-1-0"
+    assert env.inspect(grandchild)["summary"]["parentFlowId"] == "SubFlow:t-Tree-1-1"
+    assert env.store.running_descendants(["t"]) == []
