@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -434,6 +434,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP INDEX IF EXISTS steps_open", "DROP INDEX IF EXISTS history_by_flow",
         "ALTER TABLE flows ADD COLUMN num INTEGER", "UPDATE flows SET num = rowid",
         "ALTER TABLE history RENAME TO old_history",
+    ),
+    # 6: SubFlows. A child flow's row names its parent step execution (schema.sql adds the
+    # index flows_children); older flows have none.
+    5: (
+        "ALTER TABLE flows ADD COLUMN parent_flow_id TEXT",
+        "ALTER TABLE flows ADD COLUMN parent_step_execution_id TEXT",
     ),
 }
 # After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.
