@@ -7,8 +7,11 @@ from dexcli.sdk.results import IdReusePolicy as IdReusePolicy
 from dexcli.sdk.results import StartFlowOptions as StartFlowOptions
 from dexcli.sdk.results import StopFlowOptions as StopFlowOptions
 from dexcli.sdk.results import StopType as StopType
+from dexcli.sdk.results import TimeTravelOptions as TimeTravelOptions
+from dexcli.sdk.results import TimeTravelStepMethod as TimeTravelStepMethod
+from dexcli.sdk.results import TimeTravelType as TimeTravelType
 
 __all__ = [
     "FlowTimeoutHandlerOptions", "FlowTimeoutPolicy", "IdReusePolicy", "StartFlowOptions", "StopFlowOptions",
-    "StopType",
+    "StopType", "TimeTravelOptions", "TimeTravelStepMethod", "TimeTravelType",
 ]

@@ -66,6 +66,29 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
     return t
 
 
+def runs_lines(snap: dict[str, Any]) -> list[Text]:
+    """The flow id's runs, oldest first, when it has more than one: which came from which (a
+    time travel, an id reuse), which is current, and how to show an earlier one."""
+    runs = snap.get("runs") or []
+    if len(runs) < 2:
+        return []
+    base = runs[-1]["flowId"].split("$", 1)[0]
+    out = [Text(" Runs", style="bold")]
+    for r in runs:
+        line = Text("  → " if r["shown"] else "    ")
+        line.append(r["runId"], style="bold" if r["current"] else "")
+        line.append(f"  {r['status']}", style=STATUS_STYLE.get(r["status"], ""))
+        line.append(f"  started {r['startTime']}")
+        if r["previousRunId"]:
+            how = "time travel" if r["via"] == "timeTravel" else "id reuse"
+            line.append(f"  from {r['previousRunId'][:8]} by {how}", style="dim")
+        if r["current"]:
+            line.append("  current", style="dim")
+        out.append(line)
+    out.append(Text(f"    (dex inspect {base} --run-id RUN shows one)", style="dim"))
+    return out
+
+
 def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
@@ -80,6 +103,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if offset:
         meta.append(f" · its clock +{format_duration(offset)} ahead of real time", style="yellow")
     parts.append(meta)
+    parts.extend(runs_lines(snap))
     options = options_text(s)
     if options is not None:
         parts.append(options)
