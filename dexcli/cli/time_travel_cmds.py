@@ -52,7 +52,7 @@ def time_travel(
     skip_writes_reapply: bool = typer.Option(
         False, "--skip-writes-reapply",
         help="Do not re-apply the RPCs (their attribute writes and publishes) that came after the point."),
-    run_id: str | None = typer.Option(None, "--run-id", help="The Dex CLI's: the run to travel from (the current one)."),
+    run_id: str | None = typer.Option(None, "--run-id", help="The Dex CLI's: the run to travel from (the current)."),
     yes: bool = typer.Option(False, "--yes", help="The Dex CLI's confirmation (dex does not ask)."),
     json_out: bool = typer.Option(False, "--json", help="Print {flowId, previousRunId, runId} as JSON."),
 ) -> None:

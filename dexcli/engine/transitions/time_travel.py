@@ -121,8 +121,8 @@ def _marks(events: list[HistoryRecord], steps: list[StepRecord]) -> _Marks:
             made.append(p["recoveryStepExecutionId"])
         elif e.type == "RpcExecutionCompleted":
             made += list(p.get("nextSteps") or [])
-        for s in made:
-            m.created.setdefault(s, e.event_id)
+        for made_id in made:
+            m.created.setdefault(made_id, e.event_id)
         if e.type == "StepWaitForCompleted" and seid:
             m.waited[seid] = (e.event_id, p.get("conditionResults") or {})
         elif e.type == "StepWaitForFailed" and seid:
