@@ -19,6 +19,7 @@ from dexcli import (
     TimeTravelStepMethod,
     TimeTravelType,
 )
+from dexcli.engine.doctor import check as doctor_check
 from dexcli.sdk.errors import TimeTravelPointError
 from dexcli.testing import DexTestEnv
 from tests.engine.time_travel_flows import RUNS, OrderFlow
@@ -63,6 +64,7 @@ def test_beginning_makes_a_new_run_and_keeps_the_old_one_intact() -> None:
         # by default the RPC that came later is re-applied: its decision waits for Review again
         assert env.client.wait_for_flow("o").completions[0].output == {"n": 2, "verdict": "yes", "by": "rpc"}
         assert RUNS == {"Prepare.execute": 2, "Review.wait_for": 2, "Review.execute": 2, "Ship.execute": 2}
+        assert doctor_check(env.store)[0] == []  # both runs
         runs = env.inspect("o")["runs"]
         assert [(r["runId"], r["via"], r["current"]) for r in runs] == [
             (old["summary"]["runId"], None, False), (new_run, "timeTravel", True)]
@@ -111,6 +113,7 @@ def test_step_execution_id_execute_keeps_the_wait_result_and_reruns_execute() ->
         # its attempts in the new run count from 1 for its handler, after the old run's on the row
         review = env.inspect("o")["steps"][1]
         assert [a["attempt"] for a in review["attempts"]] == [1]
+        assert doctor_check(env.store)[0] == []  # both runs
 
 
 def test_step_execution_id_wait_for_reruns_the_wait() -> None:

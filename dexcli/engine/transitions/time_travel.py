@@ -261,6 +261,10 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
                              flow.id_reuse_policy)
     if not settings.is_default:
         tx.set_start_settings(req.flow_id, settings, now)
+    first_seid = f"{start.spec.step_type}-1" if start is not None else None
+    # the attempts the old run's rows had of the step executions queued again: theirs number after
+    before = {s.step_execution_id: s.attempt for s in steps if s.attempt and (
+        s in open_ or s.step_execution_id == first_seid)}
     tx.copy_history(old, req.flow_id, last)
     tx.add_event(req.flow_id, now, "TimeTravelFork", {
         "previousRunId": flow.run_id, "runId": run_id, "targetEventId": last, "timeTravelType": req.type,
@@ -268,11 +272,15 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
         **({"historyEventTime": iso(req.history_event_time)} if req.history_event_time is not None else {}),
         **({"stepMethod": req.step_method} if req.step_method else {}),
         "reason": req.reason, "skipWritesReapply": req.skip_writes_reapply,
-        "requeued": [s.step_execution_id for s in open_] or ([f"{start.spec.step_type}-1"] if start else [])})
+        "requeued": [s.step_execution_id for s in open_] or ([first_seid] if first_seid else []),
+        **({"attemptsBefore": before} if before else {})})
     tx.copy_steps(old, req.flow_id, [s.step_execution_id for s in kept])
     requeued = [s.step_execution_id for s in open_]
     if start is not None:
-        requeued.append(queue_step(tx, req.flow_id, start, START_SOURCE, now, (1, 1)).step_execution_id)
+        first = queue_step(tx, req.flow_id, start, START_SOURCE, now, (1, 1))
+        if first.step_execution_id in before:  # numbered after the old run's, as _requeue does
+            tx.number_attempts_after(req.flow_id, first.step_execution_id, before[first.step_execution_id])
+        requeued.append(first.step_execution_id)
     for s in open_:
         execute = s.step_execution_id in m.waited and m.waited[s.step_execution_id][0] <= last
         _requeue(tx, req.flow_id, s, s.step_execution_id, s.seq, s.from_step_execution_id, now,
