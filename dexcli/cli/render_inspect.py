@@ -212,7 +212,10 @@ def _history_line(e: dict[str, Any]) -> Text:
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
     elif e["type"] == "RpcExecutionCompleted":
-        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
+        again = f" (re-applied from event {e['reappliedFromEventId']})" if e.get("reappliedFromEventId") else ""
+        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}{again}", style="dim")
+    elif e["type"] == "TimeTravelFork":
+        line.append(time_travel_text(e), style="yellow")
     elif e["type"] == "TimerSkipped":
         line.append(f"timer {e.get('conditionId') or '#' + str(e['timerIndex'])}", style="dim")
     elif e["type"] == "StepWaitForCompleted":
@@ -225,6 +228,20 @@ def _history_line(e: dict[str, Any]) -> Text:
     elif e["type"] == "FlowTimedOut":
         line.append(history_text(e), style="yellow")
     return line
+
+
+def time_travel_text(e: dict[str, Any]) -> str:
+    """A TimeTravelFork event: the run it came from, the point, what runs again, why."""
+    point = {"BEGINNING": "the beginning", "HISTORY_EVENT_TIME": f"the time {e.get('historyEventTime')}"}.get(
+        e.get("timeTravelType", ""), e.get("targetStepExecutionId") or e.get("targetStepType") or "?")
+    if e.get("stepMethod"):
+        point += f" ({e['stepMethod'].lower().replace('_', '-')})"
+    text = f"from run {str(e.get('previousRunId'))[:8]}, to {point}: its events 1..{e.get('targetEventId')} kept"
+    if e.get("requeued"):
+        text += f", {', '.join(e['requeued'])} again"
+    if e.get("skipWritesReapply"):
+        text += ", later RPCs not re-applied"
+    return text + (f" · {e['reason']}" if e.get("reason") else "")
 
 
 def _outcome_style(outcome: str) -> str:

@@ -87,7 +87,7 @@ def time_travel(
         return
     print(new_run)
     print(f"flow {flow_id}: new run {new_run}; run {flow.run_id} is kept (dex inspect {flow_id} --run-id "
-          f"{flow.run_id}); drive the new one: dex resume {flow_id}", file=sys.stderr)
+          f"{flow.run_id}); a running `dex worker` drives the new one, or: dex resume {flow_id}", file=sys.stderr)
 
 
 def _point(to_step: str | None, step_method: str | None, to_start: bool, at: str | None, type_: str | None,

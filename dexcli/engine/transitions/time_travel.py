@@ -268,7 +268,8 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
     tx.copy_history(old, req.flow_id, last)
     tx.add_event(req.flow_id, now, "TimeTravelFork", {
         "previousRunId": flow.run_id, "runId": run_id, "targetEventId": last, "timeTravelType": req.type,
-        **({"stepExecutionId": chosen} if chosen else {}), **({"stepType": req.step_type} if req.step_type else {}),
+        **({"targetStepExecutionId": chosen} if chosen else {}),
+        **({"targetStepType": req.step_type} if req.step_type else {}),
         **({"historyEventTime": iso(req.history_event_time)} if req.history_event_time is not None else {}),
         **({"stepMethod": req.step_method} if req.step_method else {}),
         "reason": req.reason, "skipWritesReapply": req.skip_writes_reapply,
