@@ -229,3 +229,35 @@ def test_selectors_that_do_not_fit_the_type_are_a_value_error(options: TimeTrave
 def test_an_unknown_flow_is_not_found() -> None:
     with DexTestEnv(start=0.0) as env, pytest.raises(FlowNotFoundError):
         env.client.time_travel("nope", TimeTravelOptions(TimeTravelType.BEGINNING))
+
+
+def test_a_reapplied_rpc_starts_its_steps_again_in_the_new_run() -> None:
+    with DexTestEnv(start=0.0) as env:
+        flow = OrderFlow()
+        RUNS.clear()
+        env.start(flow, 1, "o")
+        env.drive(["o"], until=lambda: _status(env, "o", "Review-1") == "WAITING")
+        env.client.invoke_rpc(flow.remind, "o", "call back")
+        env.client.invoke_rpc(flow.decide, "o", "yes")
+        env.client.wait_for_flow("o")
+        assert RUNS["Note.execute"] == 1
+        env.client.time_travel("o", TimeTravelOptions(TimeTravelType.STEP_TYPE, step_type="Review"))
+        again = [e for e in env.inspect("o")["history"] if e.get("reappliedFromEventId")]
+        assert [(e["rpcName"], e["nextSteps"]) for e in again] == [("remind", ["Note-1"]), ("decide", [])]
+        assert env.client.wait_for_flow("o").completions[0].output["verdict"] == "yes"
+        assert RUNS["Note.execute"] == 2 and RUNS["Prepare.execute"] == 1
+        assert doctor_check(env.store)[0] == []
+
+
+def test_a_message_published_before_the_point_and_not_yet_taken_is_pending_again() -> None:
+    with DexTestEnv(start=0.0) as env:
+        flow = OrderFlow()
+        RUNS.clear()
+        env.start(flow, 99, "o")  # Prepare publishes "auto"; Review takes it at once
+        assert env.client.wait_for_flow("o").completions[0].output["verdict"] == "auto"
+        env.client.time_travel("o", TimeTravelOptions(
+            TimeTravelType.STEP_EXECUTION_ID, step_execution_id="Review-1", step_method=TimeTravelStepMethod.WAIT_FOR))
+        assert [(q, json.loads(v)) for q, _, v in env.store.read(lambda tx: tx.pending_messages("o"))] == [
+            ("decisions", "auto")]
+        assert env.client.wait_for_flow("o").completions[0].output["verdict"] == "auto"
+        assert RUNS["Prepare.execute"] == 1 and RUNS["Review.wait_for"] == 2

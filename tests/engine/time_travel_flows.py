@@ -1,5 +1,7 @@
-"""A flow for time travel: Prepare (an attribute write) -> Review (waits for a decision published
-by the `decide` RPC, which also writes an attribute, or a one-hour timer) -> Ship. Each step
+"""A flow for time travel: Prepare (an attribute write; with input 99 it publishes the decision
+itself) -> Review (waits for a decision published
+by the `decide` RPC, which also writes an attribute, or a one-hour timer) -> Ship; the `remind`
+RPC starts a Note step beside them. Each step
 counts its runs in RUNS, so a test sees what a new run ran again."""
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from dexcli import (
     Step,
     StepDecision,
     StepList,
+    StepMovement,
     Timer,
     Wait,
+    dead_end,
     go_to,
     graceful_complete,
     rpc,
@@ -37,6 +41,8 @@ class Prepare(Step[int]):
     def execute(self, context: Context, input: int) -> StepDecision:
         RUNS["Prepare.execute"] += 1
         stage.set(context, "prepared")
+        if input == 99:  # decides itself: its publish waits for Review
+            decisions.publish(context, "auto")
         return go_to(Review, input + 1)
 
 
@@ -59,12 +65,20 @@ class Ship(Step[dict[str, object]]):
         return graceful_complete(input)
 
 
+class Note(Step[str]):
+    """Started by the `remind` RPC beside Review."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        RUNS["Note.execute"] += 1
+        return dead_end()
+
+
 class OrderFlow(Flow[int]):
     def __init__(self) -> None:
-        self.prepare, self.review, self.ship = Prepare(), Review(), Ship()
+        self.prepare, self.review, self.ship, self.note = Prepare(), Review(), Ship(), Note()
 
     def get_steps(self) -> StepList[int]:
-        return StepList.start_step(self.prepare).other_steps(self.review, self.ship)
+        return StepList.start_step(self.prepare).other_steps(self.review, self.ship, self.note)
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(decisions, stage, decided_by)
@@ -74,3 +88,7 @@ class OrderFlow(Flow[int]):
         decisions.publish(context, verdict)
         decided_by.set(context, "rpc")
         return RPCResult(verdict)
+
+    @rpc
+    def remind(self, context: Context, text: str) -> RPCResult[str]:
+        return RPCResult(text, next_steps=(StepMovement.of(Note, text),))

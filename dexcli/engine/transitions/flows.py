@@ -175,12 +175,13 @@ def make_room(tx: Tx, existing: FlowRecord, policy: str, new_run_id: str, now: f
         FlowState.TERMINATED, None, f"terminated: run {new_run_id} took the flow id (ALLOW_TERMINATE_IF_RUNNING)"))
 
 
-def retire_run(tx: Tx, existing: FlowRecord, now: float, terminated: Closed) -> Reused:
-    """A run leaves its flow id to a new run (id reuse, time travel): closed as `terminated`
-    if it still runs, then archived under `<flow_id>$<run_id>` with its steps and history."""
+def retire_run(tx: Tx, existing: FlowRecord, now: float, ending: Closed) -> Reused:
+    """A run leaves its flow id to a new run (id reuse, time travel; any way a flow id gets a
+    new run): closed as `ending` if it still runs, then archived under `<flow_id>$<run_id>`
+    with its steps and history. The returned record's `terminated` is `ending` if it closed it."""
     ended = None
     if existing.is_running:
-        close(tx, existing.flow_id, now, terminated)
-        ended = terminated
+        close(tx, existing.flow_id, now, ending)
+        ended = ending
     archived = tx.archive_run(existing.flow_id, existing.run_id)
     return Reused(existing.run_id, archived, ended)

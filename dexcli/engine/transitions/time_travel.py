@@ -285,7 +285,7 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
     for s in open_:
         execute = s.step_execution_id in m.waited and m.waited[s.step_execution_id][0] <= last
         _requeue(tx, req.flow_id, s, s.step_execution_id, s.seq, s.from_step_execution_id, now,
-                 m.waited[s.step_execution_id][1] if execute else None)
+                 m.waited[s.step_execution_id][1] if execute else None, before.get(s.step_execution_id, 0))
     ids = _restore(tx, req.flow_id, state, definition, now)
     reapplied = 0
     if not req.skip_writes_reapply:
@@ -303,9 +303,10 @@ def _start_step(definitions: Definitions, definition: FlowDefinition, input_json
 
 
 def _requeue(tx: Tx, flow_id: str, s: StepRecord, seid: str, seq: int, from_seid: str, now: float,
-             condition_results: dict[str, Any] | None) -> None:
-    """Queue step execution `s` of the old run again in the new one: from the start of its
-    first method, or (`condition_results`: its wait had completed) at its execute."""
+             condition_results: dict[str, Any] | None, attempts_before: int) -> None:
+    """Queue step execution `s` of the old run again in the new one (as `seid`): from the start
+    of its first method, or (`condition_results`: its wait had completed) at its execute; its
+    attempts numbered after `attempts_before`."""
     opts = ResolvedOptions.from_json(s.options)
     first = ResolvedOptions.from_json(s.wait_options) if s.wait_options is not None else opts
     fresh = StepRecord(
@@ -321,8 +322,8 @@ def _requeue(tx: Tx, flow_id: str, s: StepRecord, seid: str, seq: int, from_seid
         tx.ready_step(fresh, json.dumps(condition_results), now, now + opts.total_duration, s.wait_for_failed)
         if s.locals is not None:  # what its wait_for left for its execute
             tx.set_locals(flow_id, seid, s.locals)
-    if s.attempt and seid == s.step_execution_id:
-        tx.number_attempts_after(flow_id, seid, s.attempt)
+    if attempts_before:
+        tx.number_attempts_after(flow_id, seid, attempts_before)
 
 
 def _writes(values: dict[str, Any], definition: FlowDefinition | None) -> dict[str, AttributeWrite]:
@@ -369,7 +370,7 @@ def _reapply(tx: Tx, flow_id: str, e: HistoryRecord, p: dict[str, Any], ids: dic
             continue
         n, seq = tx.next_step_number(flow_id, old.step_type)
         new_seid = f"{old.step_type}-{n}"
-        _requeue(tx, flow_id, old, new_seid, seq, f"__rpc/{p['rpcName']}", now, None)
+        _requeue(tx, flow_id, old, new_seid, seq, f"__rpc/{p['rpcName']}", now, None, 0)  # a new execution
         started.append(new_seid)
     tx.add_event(flow_id, now, "RpcExecutionCompleted", json_object(
         {"rpcName": p["rpcName"], "input": p.get("input"), "output": p.get("output"), "publishes": published,
