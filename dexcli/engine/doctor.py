@@ -70,6 +70,8 @@ def _created(history: list[Event]) -> set[str]:
             created.add(p["recoveryStepExecutionId"])
         elif type_ == "RpcExecutionCompleted":
             created.update(p.get("nextSteps", []))
+        elif type_ == "TimeTravelFork":  # queued again by a time travel (a start step of the code as it is now)
+            created.update(p.get("requeued", []))
     return created
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from dexcli import (
 from dexcli.engine.doctor import check as doctor_check
 from dexcli.sdk.errors import TimeTravelPointError
 from dexcli.testing import DexTestEnv
-from tests.engine.time_travel_flows import RUNS, OrderFlow
+from tests.engine.time_travel_flows import RUNS, After, Before, OrderFlow
 
 
 def _decided(env: DexTestEnv, flow: OrderFlow, flow_id: str = "o") -> None:
@@ -261,3 +262,18 @@ def test_a_message_published_before_the_point_and_not_yet_taken_is_pending_again
             ("decisions", "auto")]
         assert env.client.wait_for_flow("o").completions[0].output["verdict"] == "auto"
         assert RUNS["Prepare.execute"] == 1 and RUNS["Review.wait_for"] == 2
+
+
+def test_beginning_queues_the_start_step_the_code_has_now(tmp_path: Path) -> None:
+    db = tmp_path / "dex.db"
+    with DexTestEnv(db, start=0.0) as env:
+        env.start(Before(), 4, "r")
+        env.drive(["r"], until=lambda: env.inspect("r")["steps"][0]["attempt"] >= 2)
+    with DexTestEnv(db, start=100.0) as env:  # the code changed: its start step Old is New now
+        env.engine.definitions.registry.add(After())
+        with pytest.raises(TimeTravelPointError, match=r"step Old \(Old-1, open at that point\) is no longer in"):
+            env.client.time_travel("r", TimeTravelOptions(TimeTravelType.STEP_TYPE, step_type="Old"))
+        env.client.time_travel("r", TimeTravelOptions(TimeTravelType.BEGINNING))
+        assert env.client.wait_for_flow("r").completions[0].output == 40
+        assert [s["stepExecutionId"] for s in env.inspect("r")["steps"]] == ["New-1"]
+        assert doctor_check(env.store)[0] == []

@@ -92,3 +92,30 @@ class OrderFlow(Flow[int]):
     @rpc
     def remind(self, context: Context, text: str) -> RPCResult[str]:
         return RPCResult(text, next_steps=(StepMovement.of(Note, text),))
+
+
+class Old(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        raise RuntimeError("the bug")
+
+
+class New(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input * 10)
+
+
+class Before(Flow[int]):
+    """Flow type Renamed as it was: its start step Old raises."""
+
+    def get_flow_type(self) -> str:
+        return "Renamed"
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Old())
+
+
+class After(Before):
+    """Flow type Renamed after the fix: its start step is New."""
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(New())

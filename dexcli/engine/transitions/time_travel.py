@@ -263,8 +263,8 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
         tx.set_start_settings(req.flow_id, settings, now)
     first_seid = f"{start.spec.step_type}-1" if start is not None else None
     # the attempts the old run's rows had of the step executions queued again: theirs number after
-    before = {s.step_execution_id: s.attempt for s in steps if s.attempt and (
-        s in open_ or s.step_execution_id == first_seid)}
+    again = {s.step_execution_id for s in open_} | ({first_seid} if first_seid else set())
+    before = {s.step_execution_id: s.attempt for s in steps if s.attempt and s.step_execution_id in again}
     tx.copy_history(old, req.flow_id, last)
     tx.add_event(req.flow_id, now, "TimeTravelFork", {
         "previousRunId": flow.run_id, "runId": run_id, "targetEventId": last, "timeTravelType": req.type,
