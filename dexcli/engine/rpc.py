@@ -12,6 +12,9 @@ As on the server: an RPC that holds locks runs as a local activity, so a handler
 is run again (up to 3 attempts, 0.1 s then 0.2 s apart, within its one timeout, every attempt
 on the same snapshot); one without locks runs once. An RPC without locks and without effects
 sends the flow nothing, so it records no history event.
+
+What the commit writes (and the locks' rows) is in dexcli.engine.transitions.rpc; this module
+keeps the handler's context, the call and what follows the commit.
 """
 
 from __future__ import annotations
@@ -20,27 +23,23 @@ import asyncio
 import concurrent.futures
 import json
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dexcli.engine import handler_state as hs
-from dexcli.engine.attributes import AttributeView, apply_writes
+from dexcli.engine.attributes import AttributeView
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity, next_step
-from dexcli.engine.transitions import NextStep, queue_step
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.transitions.rpc import Planned, RpcApplied, commit_rpc, free_locks, take_locks
 from dexcli.sdk.channels import ChannelMessage, physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import (
-    ChannelMessageNotFoundError,
     ChannelMessagesNotLoadedError,
     FlowCodeError,
-    FlowEndedError,
     FlowNotActiveOrNotFoundError,
     InvalidStepResultError,
-    RpcLockConflictError,
     ValueMappingError,
     WorkerInvocationError,
 )
@@ -53,7 +52,6 @@ from dexcli.store import FlowRecord, Tx
 if TYPE_CHECKING:
     from dexcli.engine.core import Engine
 
-LOCK_GRACE_SECONDS = 5.0  # an RPC's locks outlive its timeout by this much if its process dies
 LOCKED_ATTEMPTS = 3  # the server's maxWorkerRpcActivityAttempts
 FIRST_BACKOFF = 0.1  # seconds, doubled after each attempt: the server's internal activity retry policy
 
@@ -192,14 +190,8 @@ def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec, options: RPCInvokeOptions
     flow = tx.get_flow(flow_id)
     if flow is None:
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} not found")
-    holder, keys = None, lock_keys(spec, options)
-    if keys:
-        if not flow.is_running:
-            raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} takes locks")
-        holder = f"rpc:{spec.name}:{uuid.uuid4().hex[:8]}"
-        conflict = tx.try_locks(flow_id, keys, holder, now, now + spec.timeout + LOCK_GRACE_SECONDS)
-        if conflict is not None:
-            raise RpcLockConflictError(f"RPC {spec.name}: the lock on {conflict[0]} is held by {conflict[1]}")
+    keys = lock_keys(spec, options)
+    holder = take_locks(tx, flow, spec.name, keys, spec.timeout, now) if keys else None
     loaded: dict[str, list[tuple[str, str]]] = {q: [] for q in loads(spec)}
     for queue, mid, value in tx.pending_messages(flow_id):
         if queue in loaded:
@@ -273,20 +265,6 @@ async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any, timeout: float 
 
 
 # ------------------------------------------------------------------------------ result ------
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """A handler's result, checked and encoded before anything is written."""
-
-    output: Any  # the Python value returned to the caller
-    output_json: Any  # JSON-ready, for history
-    next_steps: tuple[NextStep, ...]
-    cancels: frozenset[str]
-
-    @property
-    def has_effects(self) -> bool:
-        return bool(self.next_steps or self.cancels)
-
-
 def plan(spec: RpcSpec, result: Any, definition: FlowDefinition, definitions: Definitions) -> Planned:
     if result is None:
         return Planned(None, None, (), frozenset())
@@ -309,46 +287,6 @@ def _step_type(cls: Any, definition: FlowDefinition) -> str:
         raise InvalidStepResultError(f"{getattr(cls, '__name__', cls)} is not a registered step of "
                                      f"{definition.flow_type}")
     return spec.step_type
-
-
-# ------------------------------------------------------------------------------ commit ------
-@dataclass(frozen=True, slots=True)
-class RpcApplied:
-    canceled: tuple[str, ...]
-    started: tuple[str, ...]
-    woken: tuple[w.Woken, ...]
-
-
-def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContext, planned: Planned,
-           definitions: Definitions, now: float, transactional: bool) -> RpcApplied:
-    """Apply the RPC's effects and record RpcExecutionCompleted, in the caller's transaction."""
-    flow = tx.get_flow(flow_id)
-    if flow is None:
-        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is not found: RPC {spec.name} has effects to commit")
-    if not flow.is_running:
-        raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} has effects to commit")
-    for mid in ctx.effects.deletes:
-        if not tx.delete_message(flow_id, mid) and transactional:
-            raise ChannelMessageNotFoundError(f"channel message {mid} no longer exists")
-    ids = w.publish(tx, flow_id, ctx.effects.publishes, f"rpc:{spec.name}", now)
-    upserts = apply_writes(tx, flow_id, ctx.effects.attributes, now) if ctx.effects.attributes else {}
-    if ctx.snapshot.holder is not None:
-        tx.release_locks(flow_id, ctx.snapshot.holder, now)
-    canceled = w.cancel(tx, flow_id, set(planned.cancels), None, set(), set(), now) if planned.cancels else []
-    started = []
-    for nxt in planned.next_steps:
-        numbers = tx.next_step_number(flow_id, nxt.spec.step_type)
-        started.append(queue_step(tx, flow_id, nxt, f"__rpc/{spec.name}", now, numbers).step_execution_id)
-    tx.add_event(flow_id, now, "RpcExecutionCompleted", {
-        "rpcName": spec.name, "input": input_value, "output": planned.output_json,
-        "publishes": [{"queue": q, "value": json.loads(v), "messageId": i}
-                      for (q, v), i in zip(ctx.effects.publishes, ids, strict=True)],
-        "deletes": ctx.effects.deletes, "nextSteps": started, "canceled": canceled,
-        **({"recordEvents": ctx.effects.events} if ctx.effects.events else {}),
-        **({"upsertAttributes": upserts} if upserts else {}),
-    })
-    woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
-    return RpcApplied(tuple(canceled), tuple(started), tuple(woken))
 
 
 # ------------------------------------------------------------------------------ invoke ------
@@ -393,8 +331,8 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
         if _read_only(snapshot, ctx, planned):
             return planned.output
         with engine.store.tx() as tx:
-            applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                             ctx.now, spec.options.is_transactional)
+            applied = commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder, planned,
+                                 engine.definitions, ctx.now, spec.options.is_transactional)
     except BaseException:
         _unlock(engine, flow_id, snapshot)
         raise
@@ -428,8 +366,8 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
         if _read_only(snapshot, ctx, planned):
             return planned.output
         await engine.commits.submit(Unit(
-            lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                              ctx.now, spec.options.is_transactional),
+            lambda tx: commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder,
+                                  planned, engine.definitions, ctx.now, spec.options.is_transactional),
             lambda applied: after(engine, flow_id, spec, applied)))
     except BaseException:
         _unlock(engine, flow_id, snapshot)
@@ -452,7 +390,7 @@ def _unlock(engine: Engine, flow_id: str, snapshot: Snapshot) -> None:
     """The RPC failed: free its locks (its effects were not committed)."""
     if snapshot.holder is not None:
         with engine.store.tx() as tx:
-            tx.release_locks(flow_id, snapshot.holder, engine.now())
+            free_locks(tx, flow_id, snapshot.holder, engine.now())
 
 
 def _check_flow(snapshot: Snapshot, definition: FlowDefinition, flow_id: str) -> None:

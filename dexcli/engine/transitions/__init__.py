@@ -17,7 +17,7 @@ and the caller's transaction is rolled back.
 
 Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
 cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
-flow timeout's firing in `timeouts`."""
+flow timeout's firing in `timeouts`; an RPC's locks and committed effects in `rpc`."""
 
 from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions import waiting
