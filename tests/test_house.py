@@ -22,8 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dexcli"
 
 TWO_WAY_DEBT = {
-    ("dexcli", "cli", "plugins"),
-    ("dexcli.cli", "app", "plugin_cmds"),
     ("dexcli.engine", "core", "endings"),
     ("dexcli.engine", "core", "schedule"),
     ("dexcli.engine", "core", "sync_attempt"),
