@@ -23,12 +23,15 @@ import asyncio
 import concurrent.futures
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dexcli.engine import handler_state as hs
 from dexcli.engine.attributes import AttributeView
+from dexcli.engine.batch import Unit
+from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity, next_step
 from dexcli.engine.transitions import waiting as w
@@ -47,10 +50,7 @@ from dexcli.sdk.options import load_keys
 from dexcli.sdk.options import lock_keys as sdk_lock_keys
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.sdk.rpc import RPCInvokeOptions, RPCResult, RpcSpec
-from dexcli.store import FlowRecord, Tx
-
-if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
+from dexcli.store import FlowRecord, Store, Tx
 
 LOCKED_ATTEMPTS = 3  # the server's maxWorkerRpcActivityAttempts
 FIRST_BACKOFF = 0.1  # seconds, doubled after each attempt: the server's internal activity retry policy
@@ -307,20 +307,22 @@ def resolve(definitions: Definitions, target: Any, flow_id: str | None = None) -
     return definition, spec
 
 
-def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
-           options: RPCInvokeOptions | None = None) -> Any:
+def invoke(store: Store, definitions: Definitions, clock: Clock, flow_now: Callable[[str], float],
+           after: Callable[[RpcApplied], None], definition: FlowDefinition, spec: RpcSpec, flow_id: str,
+           value: Any, options: RPCInvokeOptions | None = None) -> Any:
     """Invoke an RPC from outside the engine's loop (a Client, `dex rpc`): snapshot (and
-    locks), call, commit. Returns the handler's output."""
+    locks), call, commit, then `after` (the engine's report, on its loop). Returns the
+    handler's output. `flow_now` reads a flow's clock afresh."""
     decoded = decode_input(spec, value)
-    with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    with store.tx() as tx:
+        snapshot = read_snapshot(tx, flow_id, spec, options, flow_now(flow_id))
     try:
         began, attempt = time.monotonic(), 1
         while True:
-            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            ctx = _context(snapshot, definition, flow_id, spec, flow_now(flow_id))
             try:
                 left = spec.timeout - (time.monotonic() - began)
-                planned = plan(spec, call_sync(spec, ctx, decoded, left), definition, engine.definitions)
+                planned = plan(spec, call_sync(spec, ctx, decoded, left), definition, definitions)
                 break
             except WorkerInvocationError:
                 delay = retry_delay(snapshot, attempt, time.monotonic() - began, spec.timeout)
@@ -330,32 +332,32 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
                 attempt += 1
         if _read_only(snapshot, ctx, planned):
             return planned.output
-        with engine.store.tx() as tx:
+        with store.tx() as tx:
             applied = commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder, planned,
-                                 engine.definitions, ctx.now, spec.options.is_transactional)
+                                 definitions, ctx.now, spec.options.is_transactional)
     except BaseException:
-        _unlock(engine, flow_id, snapshot)
+        _unlock(store, clock, flow_id, snapshot)
         raise
-    engine.drives.on_loop(lambda: after(engine, flow_id, spec, applied))  # a step's client: on run()'s loop
+    after(applied)  # a step's client: the engine runs it on run()'s loop
     return planned.output
 
 
-async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
-                       options: RPCInvokeOptions | None = None) -> Any:
-    """`invoke` for code on the engine's loop: the commit joins the group commit."""
-    from dexcli.engine.batch import Unit
-
+async def invoke_async(store: Store, definitions: Definitions, clock: Clock, flow_now: Callable[[str], float],
+                       submit: Callable[[Unit[RpcApplied]], Awaitable[RpcApplied]],
+                       after: Callable[[RpcApplied], None], definition: FlowDefinition, spec: RpcSpec,
+                       flow_id: str, value: Any, options: RPCInvokeOptions | None = None) -> Any:
+    """`invoke` for code on the engine's loop: the commit joins the group commit (`submit`)."""
     decoded = decode_input(spec, value)
-    with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    with store.tx() as tx:
+        snapshot = read_snapshot(tx, flow_id, spec, options, flow_now(flow_id))
     loop = asyncio.get_running_loop()
     try:
         began, attempt = loop.time(), 1
         while True:
-            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            ctx = _context(snapshot, definition, flow_id, spec, flow_now(flow_id))
             try:
                 left = spec.timeout - (loop.time() - began)
-                planned = plan(spec, await call_async(spec, ctx, decoded, left), definition, engine.definitions)
+                planned = plan(spec, await call_async(spec, ctx, decoded, left), definition, definitions)
                 break
             except WorkerInvocationError:
                 delay = retry_delay(snapshot, attempt, loop.time() - began, spec.timeout)
@@ -365,12 +367,12 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
                 attempt += 1
         if _read_only(snapshot, ctx, planned):
             return planned.output
-        await engine.commits.submit(Unit(
+        await submit(Unit(
             lambda tx: commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder,
-                                  planned, engine.definitions, ctx.now, spec.options.is_transactional),
-            lambda applied: after(engine, flow_id, spec, applied)))
+                                  planned, definitions, ctx.now, spec.options.is_transactional),
+            after))
     except BaseException:
-        _unlock(engine, flow_id, snapshot)
+        _unlock(store, clock, flow_id, snapshot)
         raise
     return planned.output
 
@@ -386,23 +388,14 @@ def _read_only(snapshot: Snapshot, ctx: RpcContext, planned: Planned) -> bool:
     return snapshot.holder is None and ctx.effects.empty and not planned.has_effects
 
 
-def _unlock(engine: Engine, flow_id: str, snapshot: Snapshot) -> None:
+def _unlock(store: Store, clock: Clock, flow_id: str, snapshot: Snapshot) -> None:
     """The RPC failed: free its locks (its effects were not committed)."""
     if snapshot.holder is not None:
-        with engine.store.tx() as tx:
-            free_locks(tx, flow_id, snapshot.holder, engine.now())
+        with store.tx() as tx:
+            free_locks(tx, flow_id, snapshot.holder, clock.real())
 
 
 def _check_flow(snapshot: Snapshot, definition: FlowDefinition, flow_id: str) -> None:
     if snapshot.flow.flow_type != definition.flow_type:
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is a {snapshot.flow.flow_type}, "
                                            f"not a {definition.flow_type}")
-
-
-def after(engine: Engine, flow_id: str, spec: RpcSpec, applied: RpcApplied) -> None:
-    """After COMMIT: report, stop cancelled attempts running here, let the loop look again."""
-    engine.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
-                canceled=list(applied.canceled))
-    engine.endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
-    engine.endings.after_woken(flow_id, applied.woken)
-    engine.wake()

@@ -25,6 +25,7 @@ from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
     allows,
+    answered,
     close,
     start,
     stop,
@@ -40,6 +41,7 @@ from dexcli.engine.transitions.outcomes import (
     fail,
     reap,
 )
+from dexcli.engine.transitions.rpc import Planned, RpcApplied
 from dexcli.engine.transitions.steps import (
     START_SOURCE,
     AttemptKey,
@@ -71,11 +73,14 @@ __all__ = [
     "Leased",
     "NextStep",
     "Outputs",
+    "Planned",
+    "RpcApplied",
     "START_SOURCE",
     "StartRequest",
     "Started",
     "TimedOut",
     "allows",
+    "answered",
     "close",
     "complete",
     "complete_execute",
