@@ -305,12 +305,11 @@ PENDING_RTC_TWO_WAY = {
 PENDING_RTC_KEEPERS = {"dexcli.engine.endings", "dexcli.engine.schedule", "dexcli.engine.sync_attempt"}
 # Engine's names that its satellites reach through the kept engine (and the attempt-driving
 # methods that exist only for them); once they get their collaborators these go private.
-PENDING_RTC_NAMES = {
-    "arm", "attempt_ended", "attempt_started", "claim", "interrupted", "outputs_for", "reap", "rearm",
-    "runs_of", "start_attempt", "unrecorded",  # the attempt-driving internals
-    "commits", "drives", "emit", "endings", "faults", "host", "now", "offsets", "outputs", "owner", "runs",
-    "scheduler", "stats", "unloadable", "wake",  # what the satellites read through the engine
-}
+PENDING_RTC_METHODS = {"arm", "attempt_ended", "attempt_started", "claim", "interrupted", "outputs_for", "reap",
+                       "rearm", "runs_of", "start_attempt", "unrecorded"}
+PENDING_RTC_REACHED = {"commits", "drives", "emit", "endings", "faults", "host", "now", "offsets", "outputs",
+                       "owner", "runs", "scheduler", "stats", "unloadable", "wake"}
+PENDING_RTC_NAMES = PENDING_RTC_METHODS | PENDING_RTC_REACHED
 
 # The face: what the CLI, Client/AsyncClient, Worker and DexTestEnv use of an Engine.
 FACE = {
