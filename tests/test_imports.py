@@ -322,10 +322,6 @@ FACE = {
 ENGINE_OWNERS = {"dexcli.client", "dexcli.client_waits", "dexcli.worker", "dexcli.testing"}
 
 
-def _package_of(module: str, path: Path) -> str:
-    return module if path.name == "__init__.py" else module.rpartition(".")[0]
-
-
 def two_way_imports(found: tuple[Import, ...] | None = None) -> set[tuple[str, str, str]]:
     """(package, a, b) for each pair of rooms (modules or subpackages) of one package that import
     each other, wherever the imports stand (type-only included)."""
