@@ -4,7 +4,8 @@ JSON lines. Shared by `dex run`, `dex resume`, `dex watch` and `dex worker`.
 Each command builds one engine on the store it opened (`build_engine`) and drives it through
 its face (`Engine.drive`, then `Engine.release`) on the main thread; the view reads the database
 from its own thread and connection, so it shows only what was committed — the same as
-`dex inspect` — polling it (the live view every 0.25 s, plain lines every 0.2 s).
+`dex inspect` — polling it (the live view every 0.25 s, plain lines every 0.2 s; less often
+when one read takes long).
 """
 
 from __future__ import annotations
