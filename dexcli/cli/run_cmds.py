@@ -1,7 +1,7 @@
 """The commands that drive or change flows: run, resume, worker, watch, stop.
 
 `dex run` opens the database once and builds one engine: its registry holds the flow object
-loaded from the command line, the same engine starts the flow and a Runner drives it. Only
+loaded from the command line, the same engine starts the flow and drives it (`Engine.drive`). Only
 the live view opens a second connection, to show committed state from its own thread.
 """
 
