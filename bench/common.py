@@ -79,3 +79,35 @@ def run_child(scenario: str, args: dict[str, Any], timeout: float = 900) -> dict
 
 def emit(result: dict[str, Any]) -> None:
     print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def time_cmds(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Time each command `runs` times, round-robin, so that a machine that speeds up or slows
+    down mid-measurement moves all of them alike. Each gets its median, and `over_ms`: the
+    median of its excess over `python -c pass` within the same round. One uncounted round
+    first warms the page cache and writes the bytecode."""
+    base = [sys.executable, "-c", "pass"]
+    all_cmds = {"baseline": base, **cmds}
+    times: dict[str, list[float]] = {k: [] for k in all_cmds}
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(runs + 1):
+        for name, argv in all_cmds.items():
+            if name in out:
+                continue
+            t0 = time.perf_counter()
+            last = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if last.returncode != 0:
+                err = (last.stderr or last.stdout).strip().splitlines()
+                out[name] = {"error": f"exit {last.returncode}: {err[-1] if err else ''}"[:300], "cmd": " ".join(argv)}
+            elif i > 0:
+                times[name].append(elapsed)
+    for name, argv in all_cmds.items():
+        if name in out:
+            continue
+        ts = sorted(times[name])
+        out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "max_ms": ts[-1], "cmd": " ".join(argv)}
+        if name != "baseline" and "error" not in out["baseline"]:
+            over = sorted(t - b for t, b in zip(times[name], times["baseline"], strict=True))
+            out[name].update(over_ms=over[len(over) // 2], over_min_ms=over[0], over_max_ms=over[-1])
+    return out

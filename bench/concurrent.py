@@ -20,9 +20,9 @@ from bench.common import cpu_seconds, fresh_db, peak_rss_mib
 
 def concurrent_start(db: str, n: int) -> dict[str, Any]:
     from dexcli import AsyncClient
+    from dexcli.builder import build_engine
     from dexcli.engine.clock import Clock
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.core import Engine
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
     from dexcli_flows.three_steps import ThreeStepFlow
@@ -30,7 +30,7 @@ def concurrent_start(db: str, n: int) -> dict[str, Any]:
     fresh_db(Path(db))
     flow = ThreeStepFlow()
     store = Store(db)
-    engine = Engine(store, Clock(), Registry([flow]))
+    engine = build_engine(store, flows=Registry([flow]), clock=Clock())
     client = AsyncClient(engine=engine)
 
     async def go() -> None:

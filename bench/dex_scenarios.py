@@ -14,15 +14,15 @@ from dexcli.engine.process import tune_gc
 
 
 def _engine(db: str, clock: Any = None, flows: list[Any] | None = None) -> Any:
+    from dexcli.builder import build_engine
     from dexcli.cli.loader import load_ref
     from dexcli.engine.clock import Clock
-    from dexcli.engine.core import Engine
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
 
     store = Store(db)
     clock = clock or Clock()
-    return Engine(store, clock, Registry(flows or [], allow_async_handlers=True), loader=load_ref)
+    return build_engine(store, flows=Registry(flows or [], allow_async_handlers=True), clock=clock, loader=load_ref)
 
 
 # ---------------------------------------------------------------------------------- 1 -----
@@ -49,7 +49,7 @@ def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
     async def go(batch: list[str], offset: int) -> None:
         for i, fid in enumerate(batch):
             engine.start_flow(flow, fid, offset + i, lease=True)  # as `dex run`: the first attempt leased at start
-            await engine.run([fid], until_idle=True)
+            await engine.drive_async([fid], until_idle=True, release=False)
 
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
     tune_gc()  # what `dex worker` does for a process that runs many flows
@@ -100,7 +100,7 @@ def wal_pages(db: str, n: int = 300) -> dict[str, Any]:
     async def go(ids: list[str]) -> None:
         for i, fid in enumerate(ids):
             engine.start_flow(flow, fid, i, lease=True)
-            await engine.run([fid], until_idle=True)
+            await engine.drive_async([fid], until_idle=True, release=False)
 
     run_on_clock(lambda: go([f"warm-{i}" for i in range(50)]), engine.clock)
     conn = engine.store._conn
@@ -220,8 +220,8 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         marks["t0"] = time.perf_counter()
         # A worker runs while a client starts the flows the way async code starts many:
         # concurrently, so the starts share one commit (and the worker leases them in it).
-        worker = asyncio.ensure_future(engine.run(
-            None, until_idle=False, stop=lambda: engine.stats["flows_closed"] - closed0 >= n, stop_poll=0.5))
+        worker = asyncio.ensure_future(engine.drive_async(
+            None, until_idle=False, until=lambda: engine.stats["flows_closed"] - closed0 >= n, poll=0.5, release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, fid, None) for fid in ids))
         marks["started"] = time.perf_counter()
@@ -353,7 +353,7 @@ def recovery_holder(db: str, n: int, ready_file: str) -> None:
     Path(ready_file).write_text("started")
 
     async def go() -> None:
-        await engine.run(None, until_idle=False)
+        await engine.drive_async(None, until_idle=False, release=False)
 
     run_on_clock(go, engine.clock)
 
@@ -366,6 +366,6 @@ def recovery_worker(db: str) -> None:
     tune_gc()  # as `dex worker` does
 
     async def go() -> None:
-        await engine.run(None, until_idle=False)
+        await engine.drive_async(None, until_idle=False, release=False)
 
     run_on_clock(go, engine.clock)

@@ -35,16 +35,16 @@ def rss_mib() -> float:
 
 def long_feed(db: str, at: list[int]) -> dict[str, Any]:
     """Runs in a child process (bench.child): the RSS at each count of flows in `at`."""
+    from dexcli.builder import build_engine
     from dexcli.engine.clock import Clock
     from dexcli.engine.clock import run as run_on_clock
-    from dexcli.engine.core import Engine
     from dexcli.engine.process import tune_gc
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
     from dexcli_flows.three_steps import ThreeStepFlow
 
     fresh_db(Path(db))
-    engine = Engine(Store(db), Clock.virtual(), Registry([], allow_async_handlers=True))
+    engine = build_engine(Store(db), flows=Registry([], allow_async_handlers=True), clock=Clock.virtual())
     flow = ThreeStepFlow()
     readings: list[dict[str, float]] = []
     t0 = time.perf_counter()
@@ -56,7 +56,7 @@ def long_feed(db: str, at: list[int]) -> dict[str, Any]:
                 for i in range(done, min(done + BATCH, target)):
                     engine.start_flow(flow, f"lf-{i}", i, flow_ref="name:three-steps")
                 done = min(done + BATCH, target)
-                await engine.run(None, until_idle=True)
+                await engine.drive_async(None, until_idle=True, release=False)
                 if done == BATCH:
                     tune_gc()  # once set up and warm, as `dex worker` does before it drives
             readings.append({"flows": done, "rss_mib": rss_mib(), "wall_s": time.perf_counter() - t0})

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import long_feed, report, search
-from bench.common import ROOT, child_argv, child_env, run_child, speed_probe_ms
+from bench.common import ROOT, child_argv, child_env, run_child, speed_probe_ms, time_cmds
 
 SCENARIOS = ("throughput", "concurrent", "pollers", "waits", "virtual", "cli", "recovery")
 OPTIONAL = ("search", "long_feed")  # run only when named in --only (bench/search.py, bench/long_feed.py)
@@ -150,38 +150,6 @@ def scenario_virtual(ctx: dict[str, Any]) -> dict[str, Any]:
     return {"dex": median_run(runs, "wall_s")}
 
 
-def _time_cmds(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Time each command `runs` times, round-robin, so that a machine that speeds up or slows
-    down mid-measurement moves all of them alike. Each gets its median, and `over_ms`: the
-    median of its excess over `python -c pass` within the same round. One uncounted round
-    first warms the page cache and writes the bytecode."""
-    base = [sys.executable, "-c", "pass"]
-    all_cmds = {"baseline": base, **cmds}
-    times: dict[str, list[float]] = {k: [] for k in all_cmds}
-    out: dict[str, dict[str, Any]] = {}
-    for i in range(runs + 1):
-        for name, argv in all_cmds.items():
-            if name in out:
-                continue
-            t0 = time.perf_counter()
-            last = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-            elapsed = (time.perf_counter() - t0) * 1000
-            if last.returncode != 0:
-                err = (last.stderr or last.stdout).strip().splitlines()
-                out[name] = {"error": f"exit {last.returncode}: {err[-1] if err else ''}"[:300], "cmd": " ".join(argv)}
-            elif i > 0:
-                times[name].append(elapsed)
-    for name, argv in all_cmds.items():
-        if name in out:
-            continue
-        ts = sorted(times[name])
-        out[name] = {"median_ms": ts[len(ts) // 2], "min_ms": ts[0], "max_ms": ts[-1], "cmd": " ".join(argv)}
-        if name != "baseline" and "error" not in out["baseline"]:
-            over = sorted(t - b for t, b in zip(times[name], times["baseline"], strict=True))
-            out[name].update(over_ms=over[len(over) // 2], over_min_ms=over[0], over_max_ms=over[-1])
-    return out
-
-
 def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
     cfg, w = ctx["cfg"], ctx["workdir"]
     env = child_env()
@@ -191,7 +159,7 @@ def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     dex = shutil.which("dex")
     if dex is None:
-        out: dict[str, Any] = _time_cmds({}, cfg["cli_runs"], env)
+        out: dict[str, Any] = time_cmds({}, cfg["cli_runs"], env)
         out["help"] = out["list"] = out["inspect"] = {"error": "`dex` is not on PATH"}
         return out
     log(f"cli: building a database of {cfg['cli_flows']} finished flows")
@@ -202,7 +170,7 @@ def scenario_cli(ctx: dict[str, Any]) -> dict[str, Any]:
         cmds["list"] = [dex, "--db", str(db), "list"]
         cmds["inspect"] = [dex, "--db", str(db), "inspect", built["sample_id"]]
         cmds["inspect_json"] = [dex, "--db", str(db), "inspect", built["sample_id"], "--json"]
-    out = _time_cmds(cmds, cfg["cli_runs"], env)
+    out = time_cmds(cmds, cfg["cli_runs"], env)
     out["db"] = built
     out["runs"] = cfg["cli_runs"]
     if "error" in built:
@@ -300,7 +268,7 @@ def scenario_recovery(ctx: dict[str, Any]) -> dict[str, Any]:
 
 RUNNERS = {"throughput": scenario_throughput, "concurrent": scenario_concurrent, "pollers": scenario_pollers,
            "waits": scenario_waits, "virtual": scenario_virtual, "cli": scenario_cli, "recovery": scenario_recovery,
-           "search": lambda ctx: search.scenario(ctx, _time_cmds), "long_feed": long_feed.scenario}
+           "search": lambda ctx: search.scenario(ctx, time_cmds), "long_feed": long_feed.scenario}
 
 
 # ------------------------------------------------------------------------------ main -------

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import child_env, fresh_db
+from bench.common import child_env, fresh_db, time_cmds
 
 QUERIES = {
     "equality_25pct": "OrderStatus = 'paid'",
@@ -109,12 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--workdir", type=Path, default=None, help="where the database goes (default: a temp dir)")
     args = ap.parse_args(argv)
-    from bench.run import _time_cmds
 
     with tempfile.TemporaryDirectory(prefix="dex-bench-search-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        result = run(workdir / "search-big.db", args.flows, args.runs, _time_cmds)
+        result = run(workdir / "search-big.db", args.flows, args.runs, time_cmds)
     print(json.dumps(result, indent=1, default=str))
     return 0 if result["verdict"]["equality_ok"] and result["verdict"]["cli_ok"] else 1
 

@@ -38,21 +38,21 @@ class TimedApprovalFlow(ApprovalFlow):
 
 def _setup(db: str, flow: Any) -> tuple[Any, Any, dict[str, int]]:
     from dexcli import AsyncClient
+    from dexcli.builder import build_engine
     from dexcli.engine.clock import Clock
-    from dexcli.engine.core import Engine
     from dexcli.sdk.registry import Registry
     from dexcli.store import Store
 
     fresh_db(Path(db))
     store = Store(db)
-    engine = Engine(store, Clock(), Registry([flow]))
+    engine = build_engine(store, flows=Registry([flow]), clock=Clock())
     counts = {"waiting": 0, "closed": 0}
 
     def count(e: Any) -> None:
         if e.type in ("stepWaiting", "flowClosed"):
             counts["waiting" if e.type == "stepWaiting" else "closed"] += 1
 
-    engine.listeners.append(count)
+    engine.events.listeners.append(count)
     return engine, AsyncClient(engine=engine), counts
 
 
@@ -67,8 +67,8 @@ def wait_timers(db: str, n: int) -> dict[str, Any]:
 
     async def go() -> None:
         t0 = time.perf_counter()
-        worker = asyncio.ensure_future(engine.run(None, until_idle=False, stop=lambda: counts["waiting"] >= n,
-                                                  stop_poll=0.2))
+        worker = asyncio.ensure_future(engine.drive_async(None, until_idle=False, until=lambda: counts["waiting"] >= n,
+                                                  poll=0.2, release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, f"w-{i}", Request(f"r{i}", i, expire_after_hours=1))
                                for i in range(n)))
@@ -78,7 +78,7 @@ def wait_timers(db: str, n: int) -> dict[str, Any]:
         marks["rss_waiting"] = peak_rss_mib()
         engine.clock.auto_advance = True  # time-skip from here on: the loop jumps instead of sleeping
         t1, v1 = time.perf_counter(), engine.clock.now()
-        await engine.run(None, until_idle=False, stop=lambda: counts["closed"] >= n, stop_poll=60)
+        await engine.drive_async(None, until_idle=False, until=lambda: counts["closed"] >= n, poll=60, release=False)
         marks["fired"] = time.perf_counter() - t1
         marks["skipped_s"] = engine.clock.now() - v1
 
@@ -105,8 +105,8 @@ def wait_rpc_latency(db: str, n: int) -> dict[str, Any]:
     lat: list[float] = []
 
     async def go() -> None:
-        worker = asyncio.ensure_future(engine.run(None, until_idle=False, stop=lambda: counts["closed"] >= n,
-                                                  stop_poll=0.05))
+        worker = asyncio.ensure_future(engine.drive_async(None, until_idle=False, until=lambda: counts["closed"] >= n,
+                                                  poll=0.05, release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, f"a-{i}", Request(f"r{i}", i)) for i in range(n)))
         while counts["waiting"] < n:

@@ -18,13 +18,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dexcli.builder import build_engine
 from dexcli.client_waits import WaitOps
-from dexcli.engine import rpc
-from dexcli.engine.clock import Clock
-from dexcli.engine.core import Engine
-from dexcli.engine.runner import Runner
+from dexcli.engine import Engine
+from dexcli.engine.clock import Clock, flow_time
 from dexcli.engine.transitions.time_travel import TimeTravelRequest
-from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
 from dexcli.sdk.errors import (
@@ -199,7 +197,7 @@ class _Ops(WaitOps):
         size = message_size(text, flow_id, source)
         if size > MAX_MESSAGE_BYTES or size > stream.stream_capacity_bytes:
             raise ValueMappingError(f"stream message of {size} bytes does not fit (RESOURCE_EXHAUSTED)")
-        now = self.engine.fresh_now(flow_id)
+        now = flow_time(self.engine.clock, self.store, flow_id)
         with self.store.tx() as tx:
             token = tx.append_stream(flow_type, stream.name, flow_id, source, text, now, size,
                                      stream.stream_capacity_bytes)
@@ -238,10 +236,7 @@ def _engine(registry: Registry | list[Flow[Any]] | None, db: str | Path | None, 
         return engine
     if db is None:
         raise ValueError("Client needs db=PATH (or an engine)")
-    store = Store(db)
-    reg = registry if isinstance(registry, Registry) else Registry(
-        list(registry or []), checks=static_problems, allow_async_handlers=allow_async_handlers)
-    return Engine(store, clock or Clock(), reg)
+    return build_engine(db, flows=registry, clock=clock, allow_async_handlers=allow_async_handlers)
 
 
 class Client(_Closing):
@@ -303,8 +298,7 @@ class Client(_Closing):
         """Invoke an @rpc method of the registered flow on a running flow; returns its output.
         Its effects commit atomically with it; a handler that raises commits nothing
         (WorkerInvocationError)."""
-        definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
-        return rpc.invoke(self.engine, definition, spec, flow_id, input, options)
+        return self.engine.invoke_rpc(rpc_method, flow_id, input, options)
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         """Make a pending timer of a waiting step execution ready now."""
@@ -322,8 +316,7 @@ class Client(_Closing):
     def wait_for_flow(self, flow_id: str, timeout: timedelta | None = None) -> FlowResult:
         deadline = self._ops.deadline(timeout, "wait_for_flow")
         self._ops.flow(flow_id)
-        runner = Runner(self.engine)
-        runner.drive([flow_id], until=runner.closed(flow_id), deadline=deadline)
+        self.engine.drive([flow_id], until=lambda: not self._ops.running(flow_id), deadline=deadline)
         return self._ops.final(flow_id)
 
     def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
@@ -339,9 +332,8 @@ class Client(_Closing):
             def written() -> bool:
                 return self._ops.next_message(flow_id, stream, resume_token) is not None
 
-            runner = Runner(self.engine)
-            closed = runner.closed(flow_id)
-            runner.drive([flow_id], until=lambda: written() or closed(), deadline=deadline, poll=0.1)
+            self.engine.drive([flow_id], until=lambda: written() or not self._ops.running(flow_id),
+                              deadline=deadline, poll=0.1)
             msg = self._ops.next_message(flow_id, stream, resume_token)
         if msg is None:
             raise self._ops.no_message(flow_id, stream, resume_token)
@@ -375,12 +367,11 @@ class Client(_Closing):
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
 
     def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
-        runner = Runner(self.engine)
-        closed = runner.closed(flow_id)
         # on real time, look every 0.1 s for what other processes commit; in virtual time only
         # this engine commits, and each of its changes is looked at anyway
         poll = 0.1 if self.engine.clock.follow_real else None
-        runner.drive([flow_id], until=lambda: done() or closed(), deadline=deadline, poll=poll)
+        self.engine.drive([flow_id], until=lambda: done() or not self._ops.running(flow_id), deadline=deadline,
+                          poll=poll)
 
 
 class AsyncClient(_Closing):
@@ -434,8 +425,7 @@ class AsyncClient(_Closing):
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                          options: RPCInvokeOptions | None = None) -> Any:
-        definition, spec = rpc.resolve(self.engine.definitions, rpc_method)
-        return await rpc.invoke_async(self.engine, definition, spec, flow_id, input, options)
+        return await self.engine.invoke_rpc_async(rpc_method, flow_id, input, options)
 
     async def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self._ops.skip_timer(flow_id, step_execution_id, timer_id)
@@ -450,7 +440,7 @@ class AsyncClient(_Closing):
     async def wait_for_flow(self, flow_id: str, timeout: timedelta | None = None) -> FlowResult:
         deadline = self._ops.deadline(timeout, "wait_for_flow")
         self._ops.flow(flow_id)
-        await self.engine.drive_async([flow_id], until=Runner(self.engine).closed(flow_id), deadline=deadline)
+        await self.engine.drive_async([flow_id], until=lambda: not self._ops.running(flow_id), deadline=deadline)
         return self._ops.final(flow_id)
 
     async def read_stream(self, flow_id: str, stream: Stream[Any], resume_token: str = "",
@@ -491,6 +481,6 @@ class AsyncClient(_Closing):
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
 
     async def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
-        closed = Runner(self.engine).closed(flow_id)
         poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until
-        await self.engine.drive_async([flow_id], until=lambda: done() or closed(), deadline=deadline, poll=poll)
+        await self.engine.drive_async([flow_id], until=lambda: done() or not self._ops.running(flow_id),
+                                      deadline=deadline, poll=poll)

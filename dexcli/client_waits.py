@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dexcli.engine.core import Engine
+from dexcli.engine import Engine
 from dexcli.sdk.attribute_match import matches, wait_arguments
 from dexcli.sdk.attributes import search_keys
 from dexcli.sdk.channels import physical_name

@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from dexcli.cli.errors import CliError, ConflictError, NotFoundError, UsageError
+from dexcli.command_errors import CliError, ConflictError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from dexcli.host import Host

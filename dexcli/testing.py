@@ -18,15 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dexcli.builder import build_engine
 from dexcli.client import Client
 from dexcli.engine.clock import Clock
-from dexcli.engine.core import Engine
 from dexcli.engine.faults import Faults
-from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
-from dexcli.graph.checks import static_problems
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import FlowResult
 from dexcli.store import Store
 
@@ -42,11 +39,10 @@ class DexTestEnv:
         self.clock = Clock.virtual(start)
         self.store = Store(self.path)
         # async steps run, as under an AsyncWorker (the official Registry's default refuses them)
-        registry = Registry(checks=static_problems, allow_async_handlers=True)
-        self.engine = Engine(self.store, self.clock, registry, faults=faults)
+        self.engine = build_engine(self.store, clock=self.clock, faults=faults)
         self.client = Client(engine=self.engine)
         self.events: list[dict[str, Any]] = []
-        self.engine.listeners.append(lambda e: self.events.append(e.as_dict()))
+        self.engine.events.listeners.append(lambda e: self.events.append(e.as_dict()))
 
     def start(self, flow: Flow[Any], input: Any = None, flow_id: str | None = None) -> str:
         """Start a flow; returns its flow id."""
@@ -64,7 +60,7 @@ class DexTestEnv:
 
         `until` is checked on every change and at least every `poll` virtual seconds.
         """
-        Runner(self.engine).drive(flow_ids, until=until, until_idle=until is None, poll=poll)
+        self.engine.drive(flow_ids, until=until, until_idle=until is None, poll=poll)
 
     def result(self, flow_id: str) -> FlowResult:
         return self.client.result(flow_id)

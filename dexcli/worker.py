@@ -24,13 +24,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dexcli.builder import build_engine
+from dexcli.engine import Engine
 from dexcli.engine.clock import Clock
-from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.core import Engine
-from dexcli.engine.runner import Runner
 from dexcli.sdk.errors import FlowDefinitionError, NotSupportedYetError
 from dexcli.sdk.registry import Registry
-from dexcli.store import Store
 
 # Official Worker members that only make sense against a Dex server.
 _SERVER_ONLY = {"worker_target", "wait_pull_registered", "pull_reserved_rpc_declines", "pull_registration_state"}
@@ -55,8 +53,7 @@ class _Driver:
         if db is None:
             raise ValueError(f"{what} needs db=PATH: the local database whose flows it runs")
         self.what = what
-        store = Store(db)
-        self.engine = Engine(store, clock or Clock(), registry)
+        self.engine = build_engine(db, flows=registry, clock=clock)
         self.engine.definitions.prepare()  # at start-up, not in the first flows' latency
         self.state = "created"
         self._started = False
@@ -78,20 +75,15 @@ class _Driver:
             self._thread = threading.current_thread()
 
     def drive(self, until_idle: bool) -> None:
-        """Drive every runnable flow on a fresh loop of the engine's clock, on this thread."""
-        async def driving() -> None:
-            loop = asyncio.get_running_loop()
-            self._wake = lambda: loop.call_soon_threadsafe(self.engine.wake)
-            try:
-                await Runner(self.engine).drive_async(None, until=self._stop.is_set, until_idle=until_idle)
-            finally:
-                self._wake = None
+        """Drive every runnable flow on a fresh loop of the engine's clock, on this thread; the
+        drive releases what it leaves (unrecorded, those are retried after their heartbeat
+        timeouts)."""
+        def waker(wake: Any) -> None:
+            self._wake = wake
 
         try:
-            run_on_clock(driving, self.engine.clock)
+            self.engine.drive(None, until=self._stop.is_set, until_idle=until_idle, waker=waker)
         finally:
-            with contextlib.suppress(Exception):  # unrecorded, they are retried after their heartbeat timeouts
-                self.engine.release_interrupted()
             with self._lock:
                 if self.state == "running":
                     self.state = "idle"

@@ -1,9 +1,11 @@
 """Drive flows from the command line with a view: live (terminal), plain lines (pipes) or
 JSON lines. Shared by `dex run`, `dex resume`, `dex watch` and `dex worker`.
 
-Each command builds one engine on the store it opened (`build_engine`) and drives it with a
-Runner on the main thread's event loop; the view reads the database from its own thread and
-connection, so it shows only what was committed — the same as `dex inspect`.
+Each command builds one engine on the store it opened (`build_engine`) and drives it through
+its face (`Engine.drive`, then `Engine.release`) on the main thread; the view reads the database
+from its own thread and connection, so it shows only what was committed — the same as
+`dex inspect` — polling it (the live view every 0.25 s, plain lines every 0.2 s; less often
+when one read takes long).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +24,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from dexcli.builder import build_engine as build
 from dexcli.cli.errors import CliError
 from dexcli.cli.foreign_events import ForeignEvents, print_json
 from dexcli.cli.loader import ref_flows
@@ -41,19 +44,15 @@ from dexcli.cli.stopping import (
     silence_stdout,
     stop_signals,
 )
+from dexcli.engine import Drove, Engine
 from dexcli.engine.clock import Clock
-from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.core import Engine
 from dexcli.engine.definitions import FlowNotRegisteredError
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.inspect_json import dex_cli_json
-from dexcli.engine.runner import Runner
 from dexcli.engine.views import inspect_flow
-from dexcli.graph.checks import static_problems
 from dexcli.plugins import Hint
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.registry import Registry
 from dexcli.store import StepState, Store, StoreError
 from dexcli.store.errors import DatabaseConditionError, DatabaseReplacedError
 
@@ -78,12 +77,11 @@ def engine_loader(ref: str) -> tuple[Flow[Any], ...]:
         raise FlowNotRegisteredError(str(exc)) from None
 
 
-def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None) -> Engine:
+def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None, owner: str | None = None) -> Engine:
     """The one engine of a `dex` command, on the store it opened: flows it did not register
     itself load from their stored references. Its registry takes async handlers (dex runs them)
     and checks each flow's source statically, as `dex graph` does."""
-    registry = Registry(checks=static_problems, allow_async_handlers=True)
-    return Engine(store, make_clock(time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+    return build(store, clock=make_clock(time_skip), faults=faults, loader=engine_loader, owner=owner)
 
 
 def exit_code_for(status: str) -> int:
@@ -230,21 +228,6 @@ class View:
         self._store.close()
 
 
-def _release(engine: Engine) -> int:
-    """Release what an interrupted drive was running. When that cannot be recorded (the
-    database refuses writes), the owner is marked stopped beside the database instead, and the
-    next drive releases its attempts at once (`Store.record_stopped`). Returns how many ended
-    INTERRUPTED here."""
-    if engine.store.failure is None:  # else the database refuses writes: do not wait on it again
-        try:
-            return engine.release_interrupted() + engine.scheduler.release_left()
-        except Exception:
-            pass
-    if not isinstance(engine.store.failure, DatabaseReplacedError):  # (a mark beside a new file would be wrong)
-        engine.store.record_stopped(engine.owner)
-    return 0
-
-
 def quiet_engine_log() -> None:
     """The engine's logged errors (an unrecorded outcome, its traceback): the command says them in one line."""
     quiet = logging.getLogger("dexcli.engine")
@@ -285,34 +268,35 @@ def _stop_when_output_closes(engine: Engine, stop: StopRequest) -> None:
     engine.events.on_listener_error = on_listener_error
 
 
-def _drive(engine: Engine, stop: StopRequest, drive: Callable[[], Awaitable[None]]) -> tuple[str | None, int]:
-    """Run `drive` on the engine's clock until it returns, with the stop request attached and
-    stdout watched. Returns why it stopped early (INTERRUPTED for Ctrl-C, CLOSED, TERMINATED;
-    None: it ended by its own condition) and how many running attempts were released.
+def drive_until(engine: Engine, stop: StopRequest, flow_ids: list[str] | None, until: Callable[[], bool], *,
+                until_idle: bool = False, begin: Callable[[], None] | None = None
+                ) -> tuple[str | None, int, Drove | None]:
+    """Drive until `until()` (or idle), with the stop request attached (`begin` is called on the
+    drive's loop as it begins) and stdout watched. Returns why it stopped early (INTERRUPTED for
+    Ctrl-C, CLOSED, TERMINATED; None: it ended by its own condition), how many running attempts
+    were released, and how the drive ended (None: Ctrl-C).
 
     However the drive ends, its loop cancels the attempts it was running; they are released at
-    once (INTERRUPTED, runnable again) rather than left to their heartbeat timeouts. Any other
-    error propagates after that."""
+    once (`Engine.release`: INTERRUPTED, runnable again) rather than left to their heartbeat
+    timeouts. Any other error propagates after that."""
     watch = PipeWatch(lambda: stop.set(CLOSED))
 
-    async def attached() -> None:
-        stop.attach(engine.wake)
-        try:
-            await drive()
-        finally:
-            stop.detach()
+    def waker(wake: Callable[[], None] | None) -> None:
+        stop.waker(wake)
+        if wake is not None and begin is not None:
+            begin()
 
     watch.start()
     try:
-        run_on_clock(attached, engine.clock)
+        drove = engine.drive(flow_ids, until=until, until_idle=until_idle, release=False, waker=waker)
     except KeyboardInterrupt:
-        return INTERRUPTED, _release(engine)
+        return INTERRUPTED, engine.release(), None
     except BaseException:
-        _release(engine)
+        engine.release()
         raise
     finally:
         watch.stop()
-    return stop.reason, _release(engine)
+    return stop.reason, engine.release(), drove
 
 
 def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:
@@ -328,28 +312,31 @@ def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:
 
 def drive_flow(engine: Engine, console: Console, flow_id: str, *, mode: str, time_skip: bool,
                err: Console, crash_after: float | None = None, hints: tuple[Hint, ...] = (),
-               start: Callable[[], object] | None = None) -> int:
+               start: Callable[[], object] | None = None, faults: Faults | None = None) -> int:
     """Drive one flow to its end with this engine, showing it. Returns the exit code.
 
     `start` (`dex run`) starts the flow once the view listens, so `--json` begins with its
     flowStarted; a Ctrl-C, SIGTERM or SIGHUP from then until the drive gives back the first
-    attempt's lease."""
+    attempt's lease. `faults` are the ones the engine was built with (`dex run --crash-at`...)."""
     stop = StopRequest()
     with stop_signals(stop):  # from before the start's commit until what it leased is released
         return _drive_flow(engine, console, flow_id, stop, mode=mode, time_skip=time_skip, err=err,
-                           crash_after=crash_after, hints=hints, start=start)
+                           crash_after=crash_after, hints=hints, start=start, faults=faults or Faults())
 
 
 def _drive_flow(engine: Engine, console: Console, flow_id: str, stop: StopRequest, *, mode: str, time_skip: bool,
                 err: Console, crash_after: float | None, hints: tuple[Hint, ...],
-                start: Callable[[], object] | None) -> int:
-    clock, faults = engine.clock, engine.faults
+                start: Callable[[], object] | None, faults: Faults) -> int:
+    clock, store = engine.clock, engine.store
     if mode == "json":
-        engine.listeners.append(_json_lines(flow_id) if start is not None else json_listener)
+        engine.events.listeners.append(_json_lines(flow_id) if start is not None else json_listener)
     _stop_when_output_closes(engine, stop)
-    errors = _engine_errors(engine, flow_id)
-    runner = Runner(engine)
-    closed = runner.closed(flow_id)
+    errors = _engine_errors(engine, flow_id, stop)
+
+    def closed() -> bool:
+        flow = store.get_flow(flow_id)
+        return flow is None or not flow.is_running
+
     view: View | None = None
 
     def crashed(message: str) -> None:
@@ -358,13 +345,11 @@ def _drive_flow(engine: Engine, console: Console, flow_id: str, stop: StopReques
         err.print(f"✗ {message} — the process exits now, nothing else is written.\n"
                   f"  Resume with: dex resume {flow_id}" + (" --time-skip" if time_skip else ""), highlight=False)
 
-    async def drive() -> None:
+    def begin() -> None:
         if crash_after is not None:
             asyncio.get_running_loop().call_at(
                 clock.now() + crash_after,
                 lambda: faults.crash_now(f"crash injected after {crash_after:g} s (--crash-after)"))
-        # an outcome that could not be recorded ends the drive: nothing more will happen here
-        await runner.drive_async([flow_id], until=lambda: bool(errors) or stop() or closed())
 
     faults.on_crash = crashed
     try:
@@ -374,10 +359,12 @@ def _drive_flow(engine: Engine, console: Console, flow_id: str, stop: StopReques
                     rpcs=rpc_names(engine, flow_id))
         view.start()
     except KeyboardInterrupt:  # nothing ran yet: a lease the start took is given back
-        return _stopped_early(engine, view, err, flow_id, INTERRUPTED, _release(engine))
+        return _stopped_early(engine, view, err, flow_id, INTERRUPTED, engine.release())
     foreign = _follow_others(engine, flow_id) if mode == "json" else None
     try:
-        why, released = _drive(engine, stop, drive)
+        # an outcome that could not be recorded ends the drive: nothing more will happen here
+        why, released, _ = drive_until(engine, stop, [flow_id], lambda: bool(errors) or stop() or closed(),
+                                       begin=begin)
     except DatabaseConditionError as exc:  # one of the engine's own writes failed (a lease, the clock)
         why, released = None, 0
         errors.append(str(exc))
@@ -473,7 +460,7 @@ def _what_was_running(engine: Engine, flow_id: str, released: int) -> str:
     return "(no attempt was running; a waiting step keeps its wait and its timers' firing times)"
 
 
-def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
+def _engine_errors(engine: Engine, flow_id: str, stop: StopRequest) -> list[str]:
     """The engine's errors about this flow, collected as they happen (reported as one line, not
     as the engine's logged traceback)."""
     errors: list[str] = []
@@ -487,10 +474,9 @@ def _engine_errors(engine: Engine, flow_id: str) -> list[str]:
         """A write the database refused (disk full, locked, file replaced), even one nobody
         awaits (a heartbeat, a Stream message): the drive ends rather than run on losing writes."""
         errors.append(str(exc))
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the drive has ended anyway
-            engine.wake()
+        stop.wake()
 
-    engine.listeners.append(on_engine_error)
+    engine.events.listeners.append(on_engine_error)
     engine.store.notify_failures(on_store_failure)
     return errors
 

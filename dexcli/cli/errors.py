@@ -1,36 +1,15 @@
 """The CLI's errors: a user's mistake on the command line, each with the exit code `dex` ends with.
 
 The one handler (dexcli.cli.app.DexGroup) prints `dex: error: <message>` for these, for the
-SDK's DexError and for the store's StoreError. Flow plugins raise them too (dexcli.plugins).
+SDK's DexError and for the store's StoreError. The classes are dexcli.command_errors' (flow
+plugins raise them too, and dexcli.plugins does not import the CLI).
 """
 
 from __future__ import annotations
 
+from dexcli.command_errors import CliError, ConflictError, NotFoundError, UsageError
 
-class CliError(Exception):
-    """Base of the CLI's errors; `exit_code` is what `dex` exits with."""
-
-    exit_code = 2
-
-
-class UsageError(CliError):
-    """Bad input from the user (a flag, a value, a file): exit 2."""
-
-    exit_code = 2
-
-
-class NotFoundError(CliError):
-    """The thing named does not exist (a database, a flow id, a flow name): exit 3."""
-
-    exit_code = 3
-
-
-class ConflictError(CliError):
-    """The thing to create exists already (a flow id, dex.toml), or the thing named exists but is
-    closed or not in a state for that (a flow that has ended): exit 4."""
-
-    exit_code = 4
-
+__all__ = ["EXIT_ENVIRONMENT", "EXIT_INTERNAL", "CliError", "ConflictError", "NotFoundError", "UsageError"]
 
 # The exit codes of the scheme that no error class carries (`dex --help` lists them all).
 EXIT_ENVIRONMENT = 5  # the database or the machine: locked, read-only, disk full, damaged (StoreError)

@@ -145,7 +145,7 @@ class CliCommandContext:
 
     def _open(self) -> Store:
         if self._store is None:
-            from dexcli.cli.app import open_store
+            from dexcli.cli.shared import open_store
 
             self._store = open_store(must_exist=True)
         return self._store

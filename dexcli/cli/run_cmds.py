@@ -1,7 +1,7 @@
 """The commands that drive or change flows: run, resume, worker, watch, stop.
 
 `dex run` opens the database once and builds one engine: its registry holds the flow object
-loaded from the command line, the same engine starts the flow and a Runner drives it. Only
+loaded from the command line, the same engine starts the flow and drives it (`Engine.drive`). Only
 the live view opens a second connection, to show committed state from its own thread.
 """
 
@@ -32,7 +32,7 @@ from dexcli.cli.start_options import (
 )
 
 if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
+    from dexcli.engine import Engine
     from dexcli.engine.faults import Faults
     from dexcli.plugins import FlowPlugin
     from dexcli.sdk.flow import Flow
@@ -100,13 +100,14 @@ def run(
         definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
         plugin = _run_plugin(None if file else flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
-        fid = _checked_id(engine, flow_id, definition, options)
+        fid = _flow_id(flow_id, definition)
 
         def start() -> None:  # once the view listens: --json begins with the flow's flowStarted
             _start(engine, flow_obj, ref, fid, start_input, plugin, given, options)
 
         code = drive_flow(engine, out_console(), fid, mode=view_mode(json_out), time_skip=time_skip,
-                          crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid), start=start)
+                          crash_after=crash_after_s, err=err_console(), hints=hints_for(plugin, fid), start=start,
+                          faults=faults)
     finally:
         store.close()
     raise typer.Exit(code)
@@ -118,7 +119,7 @@ def _checked_definition(engine: Any, flow_obj: Any, faults: Any, name: str | Non
     from dexcli.cli.inputs import check_input
     from dexcli.engine.start_request import start_step_options
 
-    definition = engine.registry.add(flow_obj)
+    definition = engine.definitions.registry.add(flow_obj)
     try:
         faults.check(definition)
     except ValueError as exc:
@@ -164,37 +165,41 @@ def _run_plugin(name: str | None, definition: FlowDefinition, given: dict[str, A
     return plugin
 
 
-def _checked_id(engine: Engine, flow_id: str | None, definition: FlowDefinition,
-                options: StartFlowOptions) -> str:
-    """The run's flow id (given or generated), refused if a flow has it that the id reuse
-    policy does not let a new run replace."""
+def _flow_id(flow_id: str | None, definition: FlowDefinition) -> str:
+    """The run's flow id: given (checked), or generated."""
     from dexcli.engine.start_request import check_flow_id, new_flow_id
-    from dexcli.engine.transitions import allows
 
-    fid = new_flow_id(definition.flow_type) if flow_id is None else check_flow_id(flow_id)
-    existing = engine.store.get_flow(fid)
-    if existing is not None and not allows(options.id_reuse_policy.name, existing):
-        raise ConflictError(f"flow {fid} already exists ({existing.status.value}); choose another --flow-id, "
-                            f"`dex inspect {fid}`, or an --id-reuse-policy that lets a new run take the id")
-    return fid
+    return new_flow_id(definition.flow_type) if flow_id is None else check_flow_id(flow_id)
 
 
 def _start(engine: Engine, flow_obj: Flow[Any], ref: str, fid: str, start_input: Any,
            plugin: FlowPlugin | None, given: dict[str, Any], options: StartFlowOptions, lease: bool = True) -> None:
-    """Let the flow's plugin set things up, then start the flow (with `lease`, its first attempt
-    leased to this process; `dex start` leaves it queued for whoever drives it)."""
+    """Start the flow, once the flow's plugin has set things up (the engine calls it when the
+    start is not refused for its flow id); with `lease`, its first attempt is leased to this
+    process; `dex start` leaves it queued for whoever drives it. A flow id that a flow has and
+    the id reuse policy does not let a new run take is refused (exit 4)."""
+    from dexcli.sdk.errors import FlowAlreadyStartedError
+
+    setup = None
     if plugin is not None and plugin.before_start is not None:
         from dexcli.cli.plugin_cmds import options_of
         from dexcli.engine.host import StoreHost
         from dexcli.plugins import RunContext
 
-        host = StoreHost(engine.store, engine.clock)
-        plugin.before_start(RunContext(fid, host, options_of(plugin, given)))
+        before_start, host = plugin.before_start, StoreHost(engine.store, engine.clock)
+
+        def setup() -> None:
+            before_start(RunContext(fid, host, options_of(plugin, given)))
     try:
         # this process drives the flow next: its first attempt is leased in the start's transaction
-        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=lease)
+        engine.start_flow(flow_obj, fid, start_input, flow_ref=ref, options=options, lease=lease, setup=setup)
     except ValueError as exc:  # a start option the SDK refuses (a HANDLER policy without handle_timeout, ...)
         raise UsageError(str(exc)) from None
+    except FlowAlreadyStartedError:
+        existing = engine.store.get_flow(fid)
+        status = f" ({existing.status.value})" if existing is not None else ""
+        raise ConflictError(f"flow {fid} already exists{status}; choose another --flow-id, "
+                            f"`dex inspect {fid}`, or an --id-reuse-policy that lets a new run take the id") from None
 
 
 def resume(
@@ -257,10 +262,14 @@ def worker(
     flows = [flow for spec in file or () for flow in load_file_flows(spec)]
     store = open_store()
     try:
-        engine = build_engine(store, time_skip=time_skip)
+        from dexcli.engine.process import process_owner
+
+        owner = process_owner()
+        engine = build_engine(store, time_skip=time_skip, owner=owner)
         for flow in flows:
-            _say_warnings(engine.registry.add(flow))
-        code = run_worker(engine, out_console(), until_idle=until_idle, mode="json" if json_out else "lines")
+            _say_warnings(engine.definitions.registry.add(flow))
+        code = run_worker(engine, out_console(), until_idle=until_idle, mode="json" if json_out else "lines",
+                          owner=owner)
     finally:
         store.close()
     raise typer.Exit(code)

@@ -66,7 +66,7 @@ def start(
     from dexcli.cli.run_cmds import (
         _check_values,
         _checked_definition,
-        _checked_id,
+        _flow_id,
         _run_plugin,
         _start,
         parse_faults,
@@ -86,7 +86,7 @@ def start(
                                          input is not None)
         plugin = _run_plugin(None if file else flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
-        fid = _checked_id(engine, flow_id, definition, options)
+        fid = _flow_id(flow_id, definition)
         _start(engine, flow_obj, ref, fid, start_input, plugin, given, options, lease=False)
         row = store.get_flow(fid)
     finally:

@@ -24,7 +24,6 @@ Ctrl-C stays 130 (128 + SIGINT 2).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -52,7 +51,7 @@ def is_closed_pipe(exc: BaseException) -> bool:
 class StopRequest:
     """Why a drive should end before its flow does: `CLOSED` or `TERMINATED` (None: it should
     not). Set from any thread or from the loop; the first reason stays. Use the object itself as
-    (part of) the drive's `until` predicate and `attach` it once the engine's loop runs."""
+    (part of) the drive's `until` predicate and `waker` as its waker."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
@@ -67,23 +66,19 @@ class StopRequest:
             self.output_closed = True
         if self.reason is None:
             self.reason = reason
+        self.wake()
+
+    def waker(self, wake: Callable[[], None] | None) -> None:
+        """The drive's `waker` (Engine.drive): as the drive begins it hands over a wake that is
+        safe from any thread or a signal handler (None as it ends); a request then wakes it."""
+        self._wake = wake
+
+    def wake(self) -> None:
+        """Make the drive look at its condition again now (one it checks changed), if one runs."""
         wake = self._wake
         if wake is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: it has stopped anyway
                 wake()
-
-    def attach(self, wake_engine: Callable[[], None]) -> None:
-        """Call on the engine's loop: a request then wakes the engine (from any thread, or from
-        a signal handler)."""
-        loop = asyncio.get_running_loop()
-
-        def wake() -> None:
-            loop.call_soon_threadsafe(wake_engine)
-
-        self._wake = wake
-
-    def detach(self) -> None:
-        self._wake = None
 
 
 @contextlib.contextmanager

@@ -41,7 +41,6 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     user names with `file`: never a file only the database names (see README, Security notes)."""
     from dexcli.cli.driver import build_engine
     from dexcli.cli.loader import load_file_flows, pick_flow
-    from dexcli.engine import rpc
     from dexcli.sdk.codec import to_jsonable
     from dexcli.sdk.errors import WorkerInvocationError
 
@@ -68,7 +67,7 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     elif not spec.has_input:
         raise UsageError(f"RPC {name} takes no input: leave out --input")
     try:
-        output = rpc.invoke(engine, definition, spec, flow_id, value)
+        output = engine.invoke_rpc(name, flow_id, value)
     except WorkerInvocationError as exc:
         raise RpcFailedError(f"rpc {name} failed: {exc.worker_error_type}: {exc.worker_error_detail}") from None
     return to_jsonable(output)

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from dexcli.cli.config import clock_time, format_duration, parse_iso
-from dexcli.engine.core import Engine
+from dexcli.store import Store
 
 LISTED = 5  # flows or attempts named in one line
 
@@ -44,17 +44,16 @@ def idle_wait_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def left_waiting(engine: Engine) -> list[str]:
-    """Once idle: the running flows left here, each with what it waits for."""
+def left_waiting(store: Store, skipped: dict[str, str], *, skipping: bool) -> list[str]:
+    """Once idle: the running flows left here (but those `skipped`: this process cannot load
+    their code), each with what it waits for; `skipping`: the drive skipped idle time."""
     from dexcli.cli.render_wait import active_of, idle_without_steps, no_start_step_text, summary
     from dexcli.cli.shared import store_now
     from dexcli.engine.views import inspect_flow
 
-    store = engine.store
-    ids = [f for f in store.running_flow_ids() if f not in engine.unloadable]
+    ids = [f for f in store.running_flow_ids() if f not in skipped]
     if not ids:
         return []
-    skipping = engine.clock.auto_advance
     what = "an outside event (an RPC, a skip-timer)" if skipping else "a timer or an outside event"
     out = [f"{len(ids)} flow(s) left waiting for {what}:"]
     for fid in ids[:LISTED]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections import Counter
 
@@ -12,8 +11,8 @@ from dexcli.cli.driver import (
     EXIT_OK,
     INTERRUPTED,
     STOP_EXIT_CODES,
-    _drive,
     _stop_when_output_closes,
+    drive_until,
     json_listener,
     quiet_engine_log,
 )
@@ -28,10 +27,9 @@ from dexcli.cli.stopping import (
     stop_signals,
 )
 from dexcli.cli.worker_idle import idle_wait_lines, left_waiting
-from dexcli.engine.core import Engine
+from dexcli.engine import Engine
 from dexcli.engine.events import Event, Listener
 from dexcli.engine.process import tune_gc
-from dexcli.engine.runner import Runner
 from dexcli.store import StoreError
 from dexcli.store.errors import DatabaseConditionError
 
@@ -71,24 +69,25 @@ def _say(console: Console, stop: StopRequest, text: str) -> None:
         stop.set(CLOSED)
 
 
-def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str) -> int:
-    """Drive every runnable flow with this engine until interrupted (Ctrl-C, SIGTERM, a closed
-    stdout) or idle. Stopped, it releases the attempts it was running (see `_drive`)."""
+def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str, owner: str) -> int:
+    """Drive every runnable flow with this engine (built with lease owner `owner`) until
+    interrupted (Ctrl-C, SIGTERM, a closed stdout) or idle. Stopped, it releases the attempts it
+    was running (see `drive_until`)."""
     closed: Counter[str] = Counter()
     stop = StopRequest()
-    engine.listeners.append(_worker_listener(console, mode, closed))
+    engine.events.listeners.append(_worker_listener(console, mode, closed))
     _stop_when_output_closes(engine, stop)
     if mode != "json":
-        _say(console, stop, f"dex worker {engine.owner} · db {engine.store.path}"
+        _say(console, stop, f"dex worker {owner} · db {engine.store.path}"
              + (" · until idle" if until_idle else " · Ctrl-C to stop"))
     tune_gc()  # a worker holds many attempts at once: see dexcli.engine.process
-    runner = Runner(engine)
-    failures = _store_failures(engine)
+    failures = _store_failures(engine, stop)
     quiet_engine_log()  # a write the database refused is said once, below
+    drove = None
     try:
         with stop_signals(stop):  # from before the first claim until what it leased is released
-            why, released = _drive(engine, stop, lambda: runner.drive_async(
-                None, until=lambda: bool(failures) or stop(), until_idle=until_idle))
+            why, released, drove = drive_until(engine, stop, None, lambda: bool(failures) or stop(),
+                                               until_idle=until_idle)
     except DatabaseConditionError as exc:  # one of the engine's own writes (a lease) failed
         why, released = None, 0
         failures.append(exc)
@@ -97,11 +96,12 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
                          "(or `dex resume ID`) again once that is fixed (its attempts are then released at once)")
     if why is not None:
         return _worker_stopped(console, stop, why, closed['flows'], released)
-    for fid, reason in engine.unloadable.items():
+    skipped = drove.skipped if drove is not None else {}
+    for fid, reason in skipped.items():
         print(f"dex: flow {fid} skipped: {reason}", file=sys.stderr)
     if mode != "json":
         _say(console, stop, f"idle: {closed['flows']} flow(s) finished")
-        for line in left_waiting(engine):
+        for line in left_waiting(engine.store, skipped, skipping=engine.clock.auto_advance):
             _say(console, stop, line)
     if stop.output_closed:
         silence_stdout()
@@ -109,15 +109,14 @@ def run_worker(engine: Engine, console: Console, *, until_idle: bool, mode: str)
     return EXIT_OK
 
 
-def _store_failures(engine: Engine) -> list[DatabaseConditionError]:
+def _store_failures(engine: Engine, stop: StopRequest) -> list[DatabaseConditionError]:
     """Writes the database refused, even ones nobody awaits (a heartbeat): the worker stops
     rather than run on losing them."""
     failures: list[DatabaseConditionError] = []
 
     def on_failure(exc: DatabaseConditionError) -> None:
         failures.append(exc)
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the drive has ended anyway
-            engine.wake()
+        stop.wake()
 
     engine.store.notify_failures(on_failure)
     return failures

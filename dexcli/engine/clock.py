@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from dexcli.engine.step_threads import StepThreads, Then
+from dexcli.store import Store
 
 T = TypeVar("T")
 
@@ -231,3 +232,8 @@ async def real_pause(seconds: float) -> None:
         await asyncio.sleep(seconds)
     else:
         await runner(time.sleep, seconds)
+
+
+def flow_time(clock: Clock, store: Store, flow_id: str) -> float:
+    """Now on a flow's clock, its offset read afresh from the database (real time plus it)."""
+    return clock.real() + store.flow_offsets([flow_id]).get(flow_id, 0.0)

@@ -27,11 +27,11 @@ import contextlib
 import contextvars
 import json
 import logging
-import os
-import socket
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
@@ -40,11 +40,12 @@ from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
 from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_waiter, thread_waiter
 from dexcli.engine.endings import Endings
-from dexcli.engine.events import Emitter, Listener
+from dexcli.engine.events import Emitter
 from dexcli.engine.faults import Faults
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
+from dexcli.engine.process import process_owner
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
@@ -53,13 +54,27 @@ from dexcli.engine.transitions import waiting as w
 from dexcli.engine.transitions.time_travel import TimeTravelRequest, check_request, time_travel
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
-from dexcli.sdk.errors import AttemptFencedError
+from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.flow import Flow
-from dexcli.sdk.registry import Registry
+from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import StartFlowOptions
-from dexcli.store import FlowState, StepState, Store
+from dexcli.sdk.rpc import RPCInvokeOptions, RpcSpec
+from dexcli.store import FlowState, Skipped, StepState, Store
+from dexcli.store.errors import DatabaseReplacedError
 
 log = logging.getLogger("dexcli.engine")
+
+Waker = Callable[[Callable[[], None] | None], None]
+
+
+@dataclass(frozen=True)
+class Drove:
+    """How a drive ended: the attempts its release ended INTERRUPTED (0 when it left the
+    release to its caller, or waited for another thread's loop), and the flows it skipped
+    because this process cannot load their code (flow id -> why)."""
+
+    released: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class Engine:
@@ -72,7 +87,7 @@ class Engine:
         self.events = Emitter(clock.now)
         self.commits = GroupCommit(store)
         self.host = StoreHost(store, clock, self.commits, self.now)
-        self.scheduler = Scheduler(self, owner or f"{socket.gethostname()}:{os.getpid()}")
+        self.scheduler = Scheduler(self, owner or process_owner())
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self.outputs = OutputQueue(clock, self.commits, self.events, self.faults)
@@ -86,14 +101,10 @@ class Engine:
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
 
     # ------------------------------------------------------------------ facade -----------
-    @property
-    def registry(self) -> Registry:
-        return self.definitions.registry
-
-    @property
-    def listeners(self) -> list[Listener]:
-        return self.events.listeners
-
+    # The face every caller uses (the CLI, Client/AsyncClient, Worker, DexTestEnv): store, clock,
+    # definitions (the registry and the flows loaded by reference), events, check_runnable,
+    # start_flow(_async), drive(_async), stop_flow, skip_timer, invoke_rpc(_async), release,
+    # time_skip. The other public names are reached by the engine's own parts.
     @property
     def owner(self) -> str:
         return self.scheduler.owner
@@ -115,7 +126,7 @@ class Engine:
         """The time on a flow's clock (real time plus the flow's offset), or real time."""
         return self.clock.real() + (self.offsets.get(flow_id, 0.0) if flow_id is not None else 0.0)
 
-    def fresh_now(self, flow_id: str) -> float:
+    def _fresh_now(self, flow_id: str) -> float:
         """`now(flow_id)` with the flow's offset read again (for a flow this engine may not drive)."""
         self.offsets.pop(flow_id, None)
         self.offsets.update(self.store.flow_offsets([flow_id]))
@@ -132,17 +143,22 @@ class Engine:
     def start_flow(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                    flow_ref: str | None = None, request_id: str | None = None,
                    ignore_already_started: bool = False, options: StartFlowOptions | None = None,
-                   lease: bool = False) -> str:
+                   lease: bool = False, setup: Callable[[], object] | None = None) -> str:
         """Create the run and queue its start step (one transaction). Returns the run id.
         `options` (timeout, start delay, id reuse; its request id and ignore_already_started
         replace the keywords') as dexcli.engine.flow_timeout and id_reuse apply them. `lease`
         (outside run(): the caller drives the flow next) leases the first attempt to the next
         run() in the same transaction; it starts there without a claim (see Scheduler.reserve).
         Called on another thread while run() goes on (a step's client), it runs on run()'s loop,
-        and run() drives the new flow too."""
+        and run() drives the new flow too. `setup` (a flow plugin's `before_start`) is called
+        once the start is known not to be refused for its flow id, before it commits."""
         def start() -> str:
             req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id,
                                 ignore_already_started, options)
+            if setup is not None:
+                existing = self.store.get_flow(req.flow_id)
+                if existing is None or not t.answered(req, existing):  # (a refused start raises)
+                    setup()
             owner = self.scheduler.reserve() if lease else None
             with self.store.tx() as tx:
                 started = t.start(tx, req, self.now(req.flow_id), owner)
@@ -181,7 +197,7 @@ class Engine:
         self.wake()
 
     # ------------------------------------------------------------------ driving ----------
-    async def run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
+    async def _run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
                   stop: Callable[[], bool] | None = None, stop_poll: float | None = None) -> None:
         """Drive flows until `stop()` is true, or (until_idle) nothing of them is left to run.
 
@@ -217,7 +233,8 @@ class Engine:
 
     # ------------------------------------------------------------------ drive (one face) --
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
-              until_idle: bool = False, deadline: float | None = None, poll: float | None = None) -> None:
+              until_idle: bool = False, deadline: float | None = None, poll: float | None = None,
+              release: bool = True, waker: Waker | None = None) -> Drove:
         """Drive flows until `until()` holds (checked on every change, and every `poll` seconds),
         `deadline` (engine clock) passes, or with `until_idle` nothing of them is left to run.
 
@@ -225,14 +242,19 @@ class Engine:
         releases what it leased and did not finish (attempts INTERRUPTED and runnable at once;
         leases never begun given back), never leaving them to a heartbeat timeout. Called while
         a loop runs elsewhere (from a step's handler thread, or another thread) it waits for
-        that loop to meet the condition instead, and the loop drives these flows meanwhile."""
+        that loop to meet the condition instead, and the loop drives these flows meanwhile.
+
+        `release=False` leaves the release to the caller (`release()`, once it has handled how the
+        drive ended). `waker`, when this call runs the loop, is called on it as the drive begins
+        with a function that wakes the drive from any thread or a signal handler (after a stop
+        condition of the caller's changed), and with None as it ends."""
         while True:
             if self.drives.claim():
                 try:
-                    self._drive_here(flow_ids, until, until_idle, deadline, poll)
+                    released = self._drive_here(flow_ids, until, until_idle, deadline, poll, release, waker)
                 finally:
                     self.drives.release()
-                return
+                return Drove(released, dict(self.unloadable))
             if self.drives.on_loop_thread():
                 raise RuntimeError("a blocking client call on the engine's own event loop (in async code): "
                                    "use AsyncClient and await it")
@@ -244,7 +266,7 @@ class Engine:
                 continue
             try:
                 future.result()
-                return
+                return Drove()
             except LoopGoneError:
                 continue
             except DriveEndedError:
@@ -254,41 +276,48 @@ class Engine:
 
     async def drive_async(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
                           until_idle: bool = False, deadline: float | None = None, poll: float | None = None,
-                          release: bool = True) -> None:
+                          release: bool = True, waker: Waker | None = None) -> Drove:
         """`drive` for async code. On the loop that runs this engine (an async step's client,
         code beside a worker) it waits for that loop to meet the condition; with no loop running
-        it runs the engine here and (`release`) releases what it leaves, as `drive` does."""
+        it runs the engine here and (`release`) releases what it leaves, as `drive` does; `waker`
+        as for `drive`. `release=False` is the drive of the loop's owner (a worker, `dex run`):
+        it begins at once, and a client's drive made next on that loop waits in it."""
         loop = asyncio.get_running_loop()
-        if self.drives.loop is None:
+        if self.drives.loop is None and release:  # (release=False: the loop's own drive, which begins at once)
             await asyncio.sleep(0)  # a run() scheduled on this loop just before (a worker's task) begins
         if self.drives.loop is loop:
             waiter, future = task_waiter(*self._nested(flow_ids, until, until_idle, deadline),
                                          outside=current_flow.get() is None)
             self.scheduler.accept(waiter)
             await future
-            return
+            return Drove()
         if self.drives.loop is not None:  # a loop on another thread runs it
             waiter, thread_future = thread_waiter(*self._nested(flow_ids, until, until_idle, deadline),
                                                   holds_thread=False, outside=True)
             if self.drives.hand(waiter):
                 await asyncio.wrap_future(thread_future)
-                return
+                return Drove()
+        released = 0
         try:
-            await self._drive(flow_ids, until, until_idle, deadline, poll)
+            await self._drive(flow_ids, until, until_idle, deadline, poll, waker)
         finally:
             if release:
-                await self._stop_left()
+                released = await self._stop_left()
+        return Drove(released, dict(self.unloadable))
 
     def _drive_here(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
-                    deadline: float | None, poll: float | None) -> None:
+                    deadline: float | None, poll: float | None, release: bool, waker: Waker | None) -> int:
+        released = 0
         try:
-            run_on_clock(lambda: self._drive(flow_ids, until, until_idle, deadline, poll), self.clock)
+            run_on_clock(lambda: self._drive(flow_ids, until, until_idle, deadline, poll, waker), self.clock)
         finally:
-            with contextlib.suppress(Exception):  # an error that ended the drive matters more
-                self.release_interrupted()
+            if release:
+                with contextlib.suppress(Exception):  # an error that ended the drive matters more
+                    released = self._release_interrupted()
+        return released
 
     async def _drive(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
-                     deadline: float | None, poll: float | None) -> None:
+                     deadline: float | None, poll: float | None, waker: Waker | None = None) -> None:
         stop = until
         if deadline is not None:
             clock = self.clock
@@ -299,7 +328,19 @@ class Engine:
             asyncio.get_running_loop().call_at(deadline, self.wake)
         if stop is not None and stop():
             return
-        await self.run(flow_ids, until_idle=until_idle, stop=stop, stop_poll=poll)
+        if waker is None:
+            await self._run(flow_ids, until_idle=until_idle, stop=stop, stop_poll=poll)
+            return
+        loop = asyncio.get_running_loop()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(self.wake)
+
+        waker(wake)
+        try:
+            await self._run(flow_ids, until_idle=until_idle, stop=stop, stop_poll=poll)
+        finally:
+            waker(None)
 
     def _nested(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
                 deadline: float | None) -> tuple[frozenset[str] | None, Callable[[], bool], float | None]:
@@ -322,7 +363,7 @@ class Engine:
 
         return (None if flow_ids is None else frozenset(flow_ids)), condition, deadline
 
-    async def _stop_left(self) -> None:
+    async def _stop_left(self) -> int:
         """After run() on a loop that goes on: stop the attempts it left (as a clean stop does)
         and release them."""
         runs = list(self.runs.values())
@@ -333,7 +374,8 @@ class Engine:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
-            self.release_interrupted()
+            return self._release_interrupted()
+        return 0
 
     def claim(self, now: float, flow_ids: list[str] | None) -> None:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
@@ -511,7 +553,23 @@ class Engine:
         return self.outputs.of(run)
 
     # ------------------------------------------------------------------ stopping ---------
-    def release_interrupted(self) -> int:
+    def release(self) -> int:
+        """Release what a drive left once its loop has closed (`drive(release=False)` leaves it
+        to the caller): as the drive's own release does (below), and whatever else is still
+        leased to this engine's owner. When that cannot be recorded (the database refuses
+        writes), the owner is marked stopped beside the database instead, and the next drive
+        releases its attempts at once (`Store.record_stopped`). Returns how many ended
+        INTERRUPTED here."""
+        if self.store.failure is None:  # else the database refuses writes: do not wait on it again
+            try:
+                return self._release_interrupted() + self.scheduler.release_left()
+            except Exception:
+                pass
+        if not isinstance(self.store.failure, DatabaseReplacedError):  # (a mark beside a new file would be wrong)
+            self.store.record_stopped(self.owner)
+        return 0
+
+    def _release_interrupted(self) -> int:
         """After run() was interrupted (Ctrl-C, SIGTERM, a closed output): end the attempts it
         was running as INTERRUPTED and make their steps runnable at once, so a resume need not
         wait for their heartbeat deadlines. Leases of attempts that never began (leased at start
@@ -549,7 +607,7 @@ class Engine:
 
         def travel() -> str:
             with self.store.tx() as tx:
-                done = time_travel(tx, req, self.fresh_now(req.flow_id), self.definitions)
+                done = time_travel(tx, req, self._fresh_now(req.flow_id), self.definitions)
             if done.terminated is not None:
                 self.endings.after_close(req.flow_id, done.terminated)
             self.scheduler.adopt(req.flow_id)
@@ -567,8 +625,53 @@ class Engine:
         def skip() -> None:
             with self.store.tx() as tx:
                 woken = w.skip_timer(tx, flow_id, step_execution_id, condition_id, condition_index,
-                                     self.definitions, self.fresh_now(flow_id), None)
+                                     self.definitions, self._fresh_now(flow_id), None)
             self.endings.after_woken(flow_id, (woken,) if woken else ())
             self.wake()
 
         self.drives.on_loop(skip)
+
+    # ------------------------------------------------------------------ rpc, time ---------
+    def invoke_rpc(self, method: Any, flow_id: str, input: Any = None, options: RPCInvokeOptions | None = None
+                   ) -> Any:
+        """Invoke an RPC on a flow from outside the engine's loop (a Client, `dex rpc`, a step's
+        client): `method` is a bound @rpc method of a registered flow, or an RPC's name (of the
+        flow's own type). Runs the handler here, commits its effects; returns its output."""
+        definition, spec = self._rpc_target(method, flow_id)
+        return rpc.invoke(self.store, self.definitions, self.clock, self._fresh_now,
+                          lambda applied: self.drives.on_loop(lambda: self._after_rpc(flow_id, spec, applied)),
+                          definition, spec, flow_id, input, options)
+
+    async def invoke_rpc_async(self, method: Any, flow_id: str, input: Any = None,
+                               options: RPCInvokeOptions | None = None) -> Any:
+        """`invoke_rpc` for code on the engine's loop: the commit joins the group commit."""
+        definition, spec = self._rpc_target(method, flow_id)
+        return await rpc.invoke_async(self.store, self.definitions, self.clock, self._fresh_now, self.commits.submit,
+                                      lambda applied: self._after_rpc(flow_id, spec, applied),
+                                      definition, spec, flow_id, input, options)
+
+    def _rpc_target(self, method: Any, flow_id: str) -> tuple[FlowDefinition, RpcSpec]:
+        if not isinstance(method, str):
+            return rpc.resolve(self.definitions, method)
+        row = self.store.get_flow(flow_id)
+        if row is None:
+            raise FlowNotActiveOrNotFoundError(f"flow {flow_id} not found")
+        definition = self.definitions.get(row.flow_type, row.flow_ref)
+        spec = definition.rpcs.get(method)
+        if spec is None:
+            raise FlowDefinitionError(f"Flow {definition.flow_type} RPC is not registered: {method}")
+        return definition, spec
+
+    def _after_rpc(self, flow_id: str, spec: RpcSpec, applied: t.RpcApplied) -> None:
+        """After an RPC's COMMIT: report, stop cancelled attempts running here, look again."""
+        self.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
+                  canceled=list(applied.canceled))
+        self.endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
+        self.endings.after_woken(flow_id, applied.woken)
+        self.wake()
+
+    def time_skip(self, flow_ids: list[str] | None, seconds: float) -> Skipped:
+        """Move these flows' clocks (None: every running flow's) forward by `seconds` (`dex time
+        skip`; see Store.skip_flows for the flows a live process holds, which do not move). A
+        process driving a moved flow follows within half a second."""
+        return self.store.skip_flows(flow_ids, seconds)

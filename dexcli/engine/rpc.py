@@ -12,6 +12,9 @@ As on the server: an RPC that holds locks runs as a local activity, so a handler
 is run again (up to 3 attempts, 0.1 s then 0.2 s apart, within its one timeout, every attempt
 on the same snapshot); one without locks runs once. An RPC without locks and without effects
 sends the flow nothing, so it records no history event.
+
+What the commit writes (and the locks' rows) is in dexcli.engine.transitions.rpc; this module
+keeps the handler's context, the call and what follows the commit.
 """
 
 from __future__ import annotations
@@ -20,27 +23,26 @@ import asyncio
 import concurrent.futures
 import json
 import time
-import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dexcli.engine import handler_state as hs
-from dexcli.engine.attributes import AttributeView, apply_writes
+from dexcli.engine.attributes import AttributeView
+from dexcli.engine.batch import Unit
+from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity, next_step
-from dexcli.engine.transitions import NextStep, queue_step
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.transitions.rpc import Planned, RpcApplied, commit_rpc, free_locks, take_locks
 from dexcli.sdk.channels import ChannelMessage, physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import (
-    ChannelMessageNotFoundError,
     ChannelMessagesNotLoadedError,
     FlowCodeError,
-    FlowEndedError,
     FlowNotActiveOrNotFoundError,
     InvalidStepResultError,
-    RpcLockConflictError,
     ValueMappingError,
     WorkerInvocationError,
 )
@@ -48,12 +50,8 @@ from dexcli.sdk.options import load_keys
 from dexcli.sdk.options import lock_keys as sdk_lock_keys
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.sdk.rpc import RPCInvokeOptions, RPCResult, RpcSpec
-from dexcli.store import FlowRecord, Tx
+from dexcli.store import FlowRecord, Store, Tx
 
-if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
-
-LOCK_GRACE_SECONDS = 5.0  # an RPC's locks outlive its timeout by this much if its process dies
 LOCKED_ATTEMPTS = 3  # the server's maxWorkerRpcActivityAttempts
 FIRST_BACKOFF = 0.1  # seconds, doubled after each attempt: the server's internal activity retry policy
 
@@ -197,14 +195,8 @@ def read_snapshot(tx: Tx, flow_id: str, spec: RpcSpec, options: RPCInvokeOptions
     flow = tx.get_flow(flow_id)
     if flow is None:
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} not found")
-    holder, keys = None, lock_keys(spec, options)
-    if keys:
-        if not flow.is_running:
-            raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} takes locks")
-        holder = f"rpc:{spec.name}:{uuid.uuid4().hex[:8]}"
-        conflict = tx.try_locks(flow_id, keys, holder, now, now + spec.timeout + LOCK_GRACE_SECONDS)
-        if conflict is not None:
-            raise RpcLockConflictError(f"RPC {spec.name}: the lock on {conflict[0]} is held by {conflict[1]}")
+    keys = lock_keys(spec, options)
+    holder = take_locks(tx, flow, spec.name, keys, spec.timeout, now) if keys else None
     loaded: dict[str, list[tuple[str, str]]] = {q: [] for q in loads(spec)}
     for queue, mid, value in tx.pending_messages(flow_id):
         if queue in loaded:
@@ -278,20 +270,6 @@ async def call_async(spec: RpcSpec, ctx: RpcContext, value: Any, timeout: float 
 
 
 # ------------------------------------------------------------------------------ result ------
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """A handler's result, checked and encoded before anything is written."""
-
-    output: Any  # the Python value returned to the caller
-    output_json: Any  # JSON-ready, for history
-    next_steps: tuple[NextStep, ...]
-    cancels: frozenset[str]
-
-    @property
-    def has_effects(self) -> bool:
-        return bool(self.next_steps or self.cancels)
-
-
 def plan(spec: RpcSpec, result: Any, definition: FlowDefinition, definitions: Definitions) -> Planned:
     if result is None:
         return Planned(None, None, (), frozenset())
@@ -316,46 +294,6 @@ def _step_type(cls: Any, definition: FlowDefinition) -> str:
     return spec.step_type
 
 
-# ------------------------------------------------------------------------------ commit ------
-@dataclass(frozen=True, slots=True)
-class RpcApplied:
-    canceled: tuple[str, ...]
-    started: tuple[str, ...]
-    woken: tuple[w.Woken, ...]
-
-
-def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContext, planned: Planned,
-           definitions: Definitions, now: float, transactional: bool) -> RpcApplied:
-    """Apply the RPC's effects and record RpcExecutionCompleted, in the caller's transaction."""
-    flow = tx.get_flow(flow_id)
-    if flow is None:
-        raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is not found: RPC {spec.name} has effects to commit")
-    if not flow.is_running:
-        raise FlowEndedError(f"flow {flow_id} is {flow.status.value}: RPC {spec.name} has effects to commit")
-    for mid in ctx.effects.deletes:
-        if not tx.delete_message(flow_id, mid) and transactional:
-            raise ChannelMessageNotFoundError(f"channel message {mid} no longer exists")
-    ids = w.publish(tx, flow_id, ctx.effects.publishes, f"rpc:{spec.name}", now)
-    upserts = apply_writes(tx, flow_id, ctx.effects.attributes, now) if ctx.effects.attributes else {}
-    if ctx.snapshot.holder is not None:
-        tx.release_locks(flow_id, ctx.snapshot.holder, now)
-    canceled = w.cancel(tx, flow_id, set(planned.cancels), None, set(), set(), now) if planned.cancels else []
-    started = []
-    for nxt in planned.next_steps:
-        numbers = tx.next_step_number(flow_id, nxt.spec.step_type)
-        started.append(queue_step(tx, flow_id, nxt, f"__rpc/{spec.name}", now, numbers).step_execution_id)
-    tx.add_event(flow_id, now, "RpcExecutionCompleted", {
-        "rpcName": spec.name, "input": input_value, "output": planned.output_json,
-        "publishes": [{"queue": q, "value": json.loads(v), "messageId": i}
-                      for (q, v), i in zip(ctx.effects.publishes, ids, strict=True)],
-        "deletes": ctx.effects.deletes, "nextSteps": started, "canceled": canceled,
-        **({"recordEvents": ctx.effects.events} if ctx.effects.events else {}),
-        **({"upsertAttributes": upserts} if upserts else {}),
-    })
-    woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
-    return RpcApplied(tuple(canceled), tuple(started), tuple(woken))
-
-
 # ------------------------------------------------------------------------------ invoke ------
 def resolve(definitions: Definitions, target: Any, flow_id: str | None = None) -> tuple[FlowDefinition, RpcSpec]:
     """The registered RPC a bound method (`flow.approve`) names."""
@@ -374,20 +312,22 @@ def resolve(definitions: Definitions, target: Any, flow_id: str | None = None) -
     return definition, spec
 
 
-def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
-           options: RPCInvokeOptions | None = None) -> Any:
+def invoke(store: Store, definitions: Definitions, clock: Clock, flow_now: Callable[[str], float],
+           after: Callable[[RpcApplied], None], definition: FlowDefinition, spec: RpcSpec, flow_id: str,
+           value: Any, options: RPCInvokeOptions | None = None) -> Any:
     """Invoke an RPC from outside the engine's loop (a Client, `dex rpc`): snapshot (and
-    locks), call, commit. Returns the handler's output."""
+    locks), call, commit, then `after` (the engine's report, on its loop). Returns the
+    handler's output. `flow_now` reads a flow's clock afresh."""
     decoded = decode_input(spec, value)
-    with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    with store.tx() as tx:
+        snapshot = read_snapshot(tx, flow_id, spec, options, flow_now(flow_id))
     try:
         began, attempt = time.monotonic(), 1
         while True:
-            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            ctx = _context(snapshot, definition, flow_id, spec, flow_now(flow_id))
             try:
                 left = spec.timeout - (time.monotonic() - began)
-                planned = plan(spec, call_sync(spec, ctx, decoded, left), definition, engine.definitions)
+                planned = plan(spec, call_sync(spec, ctx, decoded, left), definition, definitions)
                 break
             except WorkerInvocationError:
                 delay = retry_delay(snapshot, attempt, time.monotonic() - began, spec.timeout)
@@ -397,32 +337,32 @@ def invoke(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: s
                 attempt += 1
         if _read_only(snapshot, ctx, planned):
             return planned.output
-        with engine.store.tx() as tx:
-            applied = commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                             ctx.now, spec.options.is_transactional)
+        with store.tx() as tx:
+            applied = commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder, planned,
+                                 definitions, ctx.now, spec.options.is_transactional)
     except BaseException:
-        _unlock(engine, flow_id, snapshot)
+        _unlock(store, clock, flow_id, snapshot)
         raise
-    engine.drives.on_loop(lambda: after(engine, flow_id, spec, applied))  # a step's client: on run()'s loop
+    after(applied)  # a step's client: the engine runs it on run()'s loop
     return planned.output
 
 
-async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec, flow_id: str, value: Any,
-                       options: RPCInvokeOptions | None = None) -> Any:
-    """`invoke` for code on the engine's loop: the commit joins the group commit."""
-    from dexcli.engine.batch import Unit
-
+async def invoke_async(store: Store, definitions: Definitions, clock: Clock, flow_now: Callable[[str], float],
+                       submit: Callable[[Unit[RpcApplied]], Awaitable[RpcApplied]],
+                       after: Callable[[RpcApplied], None], definition: FlowDefinition, spec: RpcSpec,
+                       flow_id: str, value: Any, options: RPCInvokeOptions | None = None) -> Any:
+    """`invoke` for code on the engine's loop: the commit joins the group commit (`submit`)."""
     decoded = decode_input(spec, value)
-    with engine.store.tx() as tx:
-        snapshot = read_snapshot(tx, flow_id, spec, options, engine.fresh_now(flow_id))
+    with store.tx() as tx:
+        snapshot = read_snapshot(tx, flow_id, spec, options, flow_now(flow_id))
     loop = asyncio.get_running_loop()
     try:
         began, attempt = loop.time(), 1
         while True:
-            ctx = _context(snapshot, definition, flow_id, spec, engine.fresh_now(flow_id))
+            ctx = _context(snapshot, definition, flow_id, spec, flow_now(flow_id))
             try:
                 left = spec.timeout - (loop.time() - began)
-                planned = plan(spec, await call_async(spec, ctx, decoded, left), definition, engine.definitions)
+                planned = plan(spec, await call_async(spec, ctx, decoded, left), definition, definitions)
                 break
             except WorkerInvocationError:
                 delay = retry_delay(snapshot, attempt, loop.time() - began, spec.timeout)
@@ -432,12 +372,12 @@ async def invoke_async(engine: Engine, definition: FlowDefinition, spec: RpcSpec
                 attempt += 1
         if _read_only(snapshot, ctx, planned):
             return planned.output
-        await engine.commits.submit(Unit(
-            lambda tx: commit(tx, spec, flow_id, to_jsonable(decoded), ctx, planned, engine.definitions,
-                              ctx.now, spec.options.is_transactional),
-            lambda applied: after(engine, flow_id, spec, applied)))
+        await submit(Unit(
+            lambda tx: commit_rpc(tx, spec.name, flow_id, to_jsonable(decoded), ctx.effects, snapshot.holder,
+                                  planned, definitions, ctx.now, spec.options.is_transactional),
+            after))
     except BaseException:
-        _unlock(engine, flow_id, snapshot)
+        _unlock(store, clock, flow_id, snapshot)
         raise
     return planned.output
 
@@ -453,23 +393,14 @@ def _read_only(snapshot: Snapshot, ctx: RpcContext, planned: Planned) -> bool:
     return snapshot.holder is None and ctx.effects.empty and not planned.has_effects
 
 
-def _unlock(engine: Engine, flow_id: str, snapshot: Snapshot) -> None:
+def _unlock(store: Store, clock: Clock, flow_id: str, snapshot: Snapshot) -> None:
     """The RPC failed: free its locks (its effects were not committed)."""
     if snapshot.holder is not None:
-        with engine.store.tx() as tx:
-            tx.release_locks(flow_id, snapshot.holder, engine.now())
+        with store.tx() as tx:
+            free_locks(tx, flow_id, snapshot.holder, clock.real())
 
 
 def _check_flow(snapshot: Snapshot, definition: FlowDefinition, flow_id: str) -> None:
     if snapshot.flow.flow_type != definition.flow_type:
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} is a {snapshot.flow.flow_type}, "
                                            f"not a {definition.flow_type}")
-
-
-def after(engine: Engine, flow_id: str, spec: RpcSpec, applied: RpcApplied) -> None:
-    """After COMMIT: report, stop cancelled attempts running here, let the loop look again."""
-    engine.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
-                canceled=list(applied.canceled))
-    engine.endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
-    engine.endings.after_woken(flow_id, applied.woken)
-    engine.wake()

@@ -143,12 +143,11 @@ def subprocess_env(db: Path) -> dict[str, str]:
 def drive_until(db: Path, flow_id: str, until: Any) -> None:
     """Drive one flow in this process on the time-skip clock until `until(store)` is true."""
     from dexcli.cli.driver import build_engine
-    from dexcli.engine.runner import Runner
     from dexcli.store import Store
 
     store = Store(db)
     try:
-        Runner(build_engine(store, time_skip=True)).drive([flow_id], until=lambda: until(store))
+        build_engine(store, time_skip=True).drive([flow_id], until=lambda: until(store))
     finally:
         store.close()
 

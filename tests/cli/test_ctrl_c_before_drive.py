@@ -29,7 +29,6 @@ SCRIPT = """
 import os, signal, sys
 from dexcli.cli import driver
 from dexcli.engine.core import Engine
-from dexcli.engine.runner import Runner
 
 def ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)
@@ -51,7 +50,7 @@ def after(cls, name):
 
 point = sys.argv.pop(1)
 {"view": lambda: before(driver.View, "start"),          # the drive's setup, after the start
- "drive": lambda: before(Runner, "drive_async"),        # its loop runs; the held attempt not started
+ "drive": lambda: before(Engine, "_run"),              # its loop runs; the held attempt not started
  "started": lambda: after(Engine, "start_attempt"),     # started, but its first step not run yet
  "begun": lambda: after(Engine, "attempt_started"),     # it began (attemptStarted): truly interrupted
  }[point]()

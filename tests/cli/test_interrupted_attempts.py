@@ -45,7 +45,6 @@ def _interrupted_twice(cli, tmp_path) -> None:
     """Start the flow and stop two drives of it as Ctrl-C does, each on its attempt's heartbeat."""
     from dexcli.cli.driver import build_engine
     from dexcli.cli.loader import load_flow
-    from dexcli.engine.runner import Runner
 
     path = tmp_path / "flaky.py"
     path.write_text(textwrap.dedent(FLAKY_FLOW))
@@ -60,9 +59,9 @@ def _interrupted_twice(cli, tmp_path) -> None:
         build_engine(store, time_skip=True).start_flow(flow, "f", None, flow_ref=ref)
         for _ in range(2):
             engine = build_engine(store, time_skip=True)
-            engine.listeners.append(ctrl_c_on_heartbeat)
+            engine.events.listeners.append(ctrl_c_on_heartbeat)
             with pytest.raises(KeyboardInterrupt):
-                Runner(engine).drive(["f"], until=lambda: False)
+                engine.drive(["f"], until=lambda: False)
         assert [a.outcome.value for a in store.attempts_of("f")] == ["INTERRUPTED", "INTERRUPTED"]
     finally:
         store.close()

@@ -200,12 +200,12 @@ def test_dex_run_builds_one_engine_and_runs_the_flow_it_loaded(cli, tmp_path, mo
     """The flow object `dex run` loads is the one that runs (it is not loaded again from its
     stored reference), one Engine is built, and the database is opened twice: once for the
     engine, once for the live view's own thread."""
-    import dexcli.cli.driver as driver
+    import dexcli.builder as builder
     from dexcli.store import Store
 
     engines, stores = [], []
 
-    class CountingEngine(driver.Engine):
+    class CountingEngine(builder.Engine):
         def __init__(self, *args, **kw):
             engines.append(self)
             super().__init__(*args, **kw)
@@ -216,7 +216,7 @@ def test_dex_run_builds_one_engine_and_runs_the_flow_it_loaded(cli, tmp_path, mo
         stores.append(args[0] if args else kw.get("path"))
         original_init(self, *args, **kw)
 
-    monkeypatch.setattr(driver, "Engine", CountingEngine)
+    monkeypatch.setattr(builder, "Engine", CountingEngine)
     monkeypatch.setattr(Store, "__init__", counting_init)
     path = tmp_path / "counting.py"
     path.write_text(textwrap.dedent(COUNTING_FLOW))

@@ -51,3 +51,20 @@ def test_start_a_flow_of_ones_own_file_and_a_worker_loads_it_from_there(cli: Cli
     assert fid and cli.json("inspect", fid, "--json")["summary"]["flowRef"] == f"file:{user_files['flows']}:OrderFlow"
     assert f"{fid}: COMPLETED" in cli.ok("worker", "--until-idle").stdout
     assert cli.json("inspect", fid, "--json")["summary"]["completions"][0]["output"] == 10
+
+
+def test_a_refused_flow_id_runs_no_plugin_setup(cli: Cli, db: Path) -> None:
+    """The polling plugin's before_start configures the job of the flow id it is given: a start
+    refused for that id (exit 4) must leave the existing flow's job as it was."""
+    from dexcli.engine.clock import Clock
+    from dexcli.engine.host import StoreHost
+    from dexcli.store import Store
+
+    cli.ok("start", "polling", "--flow-id", "p1", "--job-fails")
+    for command in ("start", "run"):
+        assert_error(cli(command, "polling", "--flow-id", "p1", "--job-duration", "1s"), 4, "p1 already exists")
+    store = Store(db)
+    try:
+        assert StoreHost(store, Clock()).kv_get("polling.jobs", "p1")["fails"] is True
+    finally:
+        store.close()

@@ -61,7 +61,6 @@ def _wait(db: Path, ref_name: str | None, file: str | None, flow_id: str, input:
     """Start a flow as `dex run` does and drive it until its step waits; leave it there."""
     from dexcli.cli.driver import build_engine
     from dexcli.cli.loader import load_flow
-    from dexcli.engine.runner import Runner
     from dexcli.store import StepState, Store
 
     store = Store(db)
@@ -69,7 +68,7 @@ def _wait(db: Path, ref_name: str | None, file: str | None, flow_id: str, input:
         engine = build_engine(store, time_skip=False)
         flow, ref = load_flow(ref_name, file)
         engine.start_flow(flow, flow_id, input, flow_ref=ref)
-        Runner(engine).drive([flow_id], until=lambda: store.steps_of(flow_id)[0].status is StepState.WAITING)
+        engine.drive([flow_id], until=lambda: store.steps_of(flow_id)[0].status is StepState.WAITING)
     finally:
         store.close()
 

@@ -91,7 +91,7 @@ def write_when(env: DexTestEnv, event_type: str, name: str, value: Any) -> None:
         if event.type == event_type and event.flow_id == "f":
             write(env, "f", name, value)
 
-    env.engine.listeners.append(on)
+    env.engine.events.listeners.append(on)
 
 
 @pytest.fixture
@@ -196,8 +196,8 @@ def test_the_async_client_polls_while_the_engine_runs_on_its_loop(env: DexTestEn
     write_when(env, "waitCompleted", "stage", "paid")
 
     async def main() -> Any:
-        runner = asyncio.ensure_future(env.engine.run(["f"], until_idle=False,
-                                                      stop=lambda: env.store.get_flow("f").status.value != "RUNNING"))
+        runner = asyncio.ensure_future(env.engine.drive_async(
+            ["f"], until_idle=False, until=lambda: env.store.get_flow("f").status.value != "RUNNING", release=False))
         got = await client.wait_for_attribute_match("f", stage, AttributeMatch.equal_to("paid"), FOREVER)
         await client.wait_for_step_completion("f", StepExecutionId("Nap", 1), WaitForStepCompletionOptions())
         with pytest.raises(RequestTimeoutError):

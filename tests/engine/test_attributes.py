@@ -12,7 +12,6 @@ import pytest
 
 from dexcli import AsyncClient
 from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.runner import Runner
 from dexcli.sdk.errors import RpcLockConflictError, WorkerInvocationError
 from dexcli.testing import DexTestEnv
 from tests.engine.attribute_flows import CounterFlow, RetryFlow
@@ -100,7 +99,7 @@ def test_an_interrupted_attempt_keeps_the_lock_until_its_method_call_ends() -> N
             return True
 
         env.drive(["f"], until=at_10)  # as it ends, the drive releases the attempt (a clean stop)
-        assert conflicts and env.engine.release_interrupted() == 0
+        assert conflicts and env.engine.release() == 0
         assert _outcomes_of_step(env, "f", "LockedIncrement-1") == ["INTERRUPTED"]
         assert env.store.read(lambda tx: tx.lock_holder("f", "counter", env.clock.now())) == "LockedIncrement-1"
         with pytest.raises(RpcLockConflictError, match="LockedIncrement-1"):
@@ -132,8 +131,10 @@ def test_steps_and_rpcs_sharing_a_lock_lose_no_update() -> None:
             await client.invoke_rpc(flow.release, "f")
 
         async def scenario() -> None:
-            closed = Runner(env.engine).closed("f")
-            drive = asyncio.create_task(Runner(env.engine).drive_async(["f"], until=closed, poll=0.5))
+            def closed() -> bool:
+                return (row := env.engine.store.get_flow("f")) is None or not row.is_running
+
+            drive = asyncio.create_task(env.engine.drive_async(["f"], until=closed, poll=0.5, release=False))
             await bumps()
             await drive
 

@@ -18,7 +18,7 @@ def test_a_listener_that_raises_is_removed_and_the_flow_completes() -> None:
         raise BrokenPipeError("stdout closed")
 
     with DexTestEnv() as env:
-        env.engine.listeners.append(broken)
+        env.engine.events.listeners.append(broken)
         env.engine.events.on_listener_error = lambda fn, exc: errors.append((fn, exc))
         result = env.run(ThreeStepFlow(), 1, "f")
         assert result.is_terminal and result.status.name == "COMPLETED"

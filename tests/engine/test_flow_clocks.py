@@ -14,7 +14,6 @@ import pytest
 from dexcli.engine import transitions as t
 from dexcli.engine.clock import VIRTUAL_EPOCH, Clock
 from dexcli.engine.core import Engine
-from dexcli.engine.runner import Runner
 from dexcli.sdk.registry import Registry
 from dexcli.store import AttemptOutcome, FlowState, StepState, Store
 from tests.engine.engine_flows import Beat, Single
@@ -67,7 +66,7 @@ def test_a_skip_of_one_flow_does_not_time_out_a_flow_another_engine_drives(store
 
     b = _engine(store, real, skip=True, owner="b")  # `dex run B --time-skip` next to it
     b.start_flow(Single(Beat(None, every=30, finish_after=600)), "B", 0)
-    Runner(b).drive(["B"], until_idle=True)
+    b.drive(["B"], until_idle=True)
 
     flow_b, flow_a = store.get_flow("B"), store.get_flow("A")
     assert flow_b is not None and flow_b.status is FlowState.COMPLETED and flow_b.clock_offset >= 600
@@ -88,10 +87,10 @@ def test_a_time_skipping_worker_skips_a_dead_attempts_heartbeat_deadline_on_that
     w.start_flow(Single(Beat(None, every=5, finish_after=10)), "W", 0)
     _lease_elsewhere(store, w, "W", DEAD, real.t)  # its process crashed
     w.start_flow(Single(Beat(None, every=5, finish_after=10)), "done", 0)
-    Runner(w).drive(["done"], until_idle=True)
+    w.drive(["done"], until_idle=True)
     done_offset = store.get_flow("done").clock_offset  # type: ignore[union-attr]
 
-    Runner(w).drive(None, until_idle=True)
+    w.drive(None, until_idle=True)
 
     flow_w = store.get_flow("W")
     assert flow_w is not None and flow_w.status is FlowState.COMPLETED
@@ -112,4 +111,4 @@ def test_an_engine_driving_a_flow_follows_a_skip_of_that_flow(store: Store) -> N
     assert store.schedule(["X"], "e").due == real.t + 100
     store.skip_flows(["X"], 120)
     assert store.schedule(["X"], "e").due == real.t - 20
-    assert e.fresh_now("X") == real.t + 120
+    assert e._fresh_now("X") == real.t + 120

@@ -9,7 +9,6 @@ import pytest
 
 from dexcli import AsyncContext, Flow, RetryPolicy, Step, StepDecision, StepList, StepOptions, graceful_complete
 from dexcli.engine.events import Event
-from dexcli.engine.runner import Runner
 from dexcli.testing import DexTestEnv
 
 
@@ -46,15 +45,14 @@ def test_ctrl_c_releases_the_running_attempt_without_counting_it() -> None:
     flow = BeatFlow()
     with DexTestEnv() as env:
         env.start(flow, 10, "f")
-        env.engine.listeners.append(ctrl_c_on_first_heartbeat)
-        runner = Runner(env.engine)
+        env.engine.events.listeners.append(ctrl_c_on_first_heartbeat)
         with pytest.raises(KeyboardInterrupt):
-            runner.drive(["f"], until=runner.closed("f"))
+            env.engine.drive(["f"], until=lambda: (row := env.engine.store.get_flow("f")) is None or not row.is_running)
         stopped_at = env.clock.now()
         [step] = env.inspect("f")["steps"]
         assert step["status"] == "QUEUED" and step["lastHeartbeatValue"] == 11
         assert [(a["outcome"], a["errorType"]) for a in step["attempts"]] == [("INTERRUPTED", None)]
-        env.engine.listeners.remove(ctrl_c_on_first_heartbeat)
+        env.engine.events.listeners.remove(ctrl_c_on_first_heartbeat)
         result = env.client.wait_for_flow("f")
         # attempt 2 starts at once (no heartbeat timeout to wait for) and fails for real; with
         # maximum_attempts=2 the interrupted attempt does not count, so attempt 3 runs and completes
@@ -82,9 +80,8 @@ class CtrlCInsideFlow(Flow[int]):
 def test_ctrl_c_that_lands_in_the_attempts_own_code_releases_it_too() -> None:
     with DexTestEnv() as env:
         env.start(CtrlCInsideFlow(), 4, "f")
-        runner = Runner(env.engine)
         with pytest.raises(KeyboardInterrupt):
-            runner.drive(["f"], until=runner.closed("f"))
+            env.engine.drive(["f"], until=lambda: (row := env.engine.store.get_flow("f")) is None or not row.is_running)
         [step] = env.inspect("f")["steps"]
         assert step["status"] == "QUEUED"
         assert [a["outcome"] for a in step["attempts"]] == ["INTERRUPTED"]

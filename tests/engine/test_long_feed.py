@@ -44,7 +44,7 @@ class Feed:
                     flow = flows[i % 2]
                     engine.start_flow(flow, f"f{i}", i if flow is flows[0] else None,
                                       flow_ref="name:three-steps" if flow is flows[0] else "name:polling")
-                await engine.run(None, until_idle=True)
+                await engine.drive_async(None, until_idle=True, release=False)
 
         run_on_clock(go, engine.clock)
 

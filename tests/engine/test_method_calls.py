@@ -101,7 +101,7 @@ def test_the_call_snapshot_survives_a_crash_between_attempts(tmp_path: Path) -> 
 
     with DexTestEnv(db, start=0.0) as env:
         flow = MethodCallFlow()
-        env.engine.registry.add(flow)  # started by the dead process: this one only drives it
+        env.engine.definitions.registry.add(flow)  # started by the dead process: this one only drives it
         result = env.client.wait_for_flow("f")
         assert [(s["attempt"], s["counter"], s["note"]) for s in flow.reads.seen] == [(2, 5, None)]
         assert result.status is FlowStatus.COMPLETED

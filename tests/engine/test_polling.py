@@ -62,7 +62,7 @@ def test_completed_early(env, jobs):
             jobs.complete_job("job-e")
 
     jobs_done: list[float] = []
-    env.engine.listeners.append(complete_at_10s)
+    env.engine.events.listeners.append(complete_at_10s)
     result = env.run(PollingFlow(), None, "job-e")
     assert [t - env.t0 for t in jobs_done] == [10]
     assert result.single_output(str) == "artifact for job-e"
@@ -227,8 +227,9 @@ def test_flows_started_by_an_async_client_while_a_worker_runs_are_leased_at_star
     ids = [f"w{i}" for i in range(3)]
 
     async def go():
-        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: all(
-            env.result(f).is_terminal for f in ids if env.store.get_flow(f)) and len(started) == 3, stop_poll=1))
+        worker = asyncio.ensure_future(env.engine.drive_async(None, until_idle=False, until=lambda: all(
+            env.result(f).is_terminal for f in ids if env.store.get_flow(f)) and len(started) == 3, poll=1,
+            release=False))
         await asyncio.sleep(0)
         started.extend(await asyncio.gather(*(client.start_flow(flow, f, None) for f in ids)))
         await worker
@@ -257,7 +258,8 @@ def test_a_cancelled_worker_stops_even_when_its_wake_fires_at_the_same_moment(en
     outcome: list = []
 
     async def go():
-        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: False, stop_poll=1))
+        worker = asyncio.ensure_future(env.engine.drive_async(None, until_idle=False, until=lambda: False, poll=1,
+                                                              release=False))
         await asyncio.sleep(0)
         await asyncio.gather(client.start_flow(PollingFlow(), "first", None),
                              client.start_flow(PollingFlow(), "bad/id", None))  # the second raises

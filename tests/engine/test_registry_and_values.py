@@ -345,7 +345,7 @@ def test_a_fresh_instance_of_a_registered_flow_starts_the_registered_one(env):
     env.start(ThreeStepFlow(), 2, "b")  # a new instance only names the flow, as with a Dex client
     env.drive()
     assert env.result("b").single_output(int) == 9
-    assert env.engine.registry.get("ThreeStepFlow").flow is registered
+    assert env.engine.definitions.registry.get("ThreeStepFlow").flow is registered
 
 
 def test_another_class_under_a_registered_flow_type_is_refused(env):

@@ -76,7 +76,8 @@ def serve(env: DexTestEnv, requests: Callable[[AsyncClient], Awaitable[Any]]) ->
     out: list[Any] = []
 
     async def app() -> None:
-        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: bool(out), stop_poll=1))
+        worker = asyncio.ensure_future(env.engine.drive_async(None, until_idle=False, until=lambda: bool(out), poll=1,
+                                                              release=False))
         await asyncio.sleep(0)
         out.append(await requests(client))
         await worker

@@ -23,7 +23,6 @@ from dexcli import (
     rpc,
 )
 from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.runner import Runner
 from dexcli.testing import DexTestEnv
 
 notes = Channel("notes", str)
@@ -72,7 +71,9 @@ def test_rpc_publishes_and_step_publishes_interleave_without_loss() -> None:
         client = AsyncClient(engine=env.engine)
 
         async def scenario() -> None:
-            drive = asyncio.create_task(Runner(env.engine).drive_async(["r"], until=Runner(env.engine).closed("r")))
+            drive = asyncio.create_task(env.engine.drive_async(
+                ["r"], until=lambda: (row := env.engine.store.get_flow("r")) is None or not row.is_running,
+                release=False))
             for i, at in enumerate((1.0, 3.0, 4.0)):  # before, between and at the steps' publishes
                 await asyncio.sleep(at - env.clock.now())
                 await client.invoke_rpc(flow.note, "r", f"rpc {i}")

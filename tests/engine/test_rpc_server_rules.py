@@ -13,7 +13,6 @@ import pytest
 
 from dexcli import AsyncClient, Attribute, Context, PersistenceSchema, RPCResult, rpc
 from dexcli.engine.clock import run as run_on_clock
-from dexcli.engine.runner import Runner
 from dexcli.sdk.errors import WorkerInvocationError
 from dexcli.testing import DexTestEnv
 from dexcli_flows.approval import ApprovalFlow, Request
@@ -128,7 +127,7 @@ def test_an_rpc_timeout_above_60_s_is_capped_at_60_s() -> None:
 
         async def scenario() -> float:
             began = env.clock.now()
-            drive = asyncio.create_task(Runner(env.engine).drive_async(["a"], until=lambda: False, poll=1.0))
+            drive = asyncio.create_task(env.engine.drive_async(["a"], until=lambda: False, poll=1.0, release=False))
             try:
                 with pytest.raises(WorkerInvocationError, match="within 60 s"):
                     await client.invoke_rpc(flow.slow, "a")

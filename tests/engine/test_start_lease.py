@@ -24,7 +24,6 @@ from dexcli import (
     graceful_complete,
 )
 from dexcli.engine.core import Engine
-from dexcli.engine.runner import Runner
 from dexcli.store import AttemptOutcome, StepState
 from dexcli.testing import DexTestEnv
 from dexcli_flows.three_steps import ThreeStepFlow
@@ -32,7 +31,7 @@ from tests.engine.engine_flows import Beat, Flaky, Single, opts
 
 
 def drive(engine: Engine, *flow_ids: str) -> None:
-    Runner(engine).drive(list(flow_ids), until_idle=True)
+    engine.drive(list(flow_ids), until_idle=True)
 
 
 def statements(env: DexTestEnv) -> list[str]:
@@ -131,11 +130,11 @@ def test_a_run_that_does_not_drive_the_flow_gives_its_lease_back(env: DexTestEnv
 def test_release_interrupted_gives_back_a_lease_never_driven(env: DexTestEnv) -> None:
     """A lease given back is not an INTERRUPTED attempt: that attempt never began."""
     env.engine.start_flow(Single(Flaky()), "f", 1, lease=True)
-    assert env.engine.release_interrupted() == 0  # no attempt ended INTERRUPTED
+    assert env.engine.release() == 0  # no attempt ended INTERRUPTED
     step = env.store.steps_of("f")[0]
     assert (step.status, step.attempt, step.lease_owner, step.first_attempt_at) == (StepState.QUEUED, 0, None, None)
     assert env.store.attempts_of("f") == []
-    assert env.engine.release_interrupted() == 0
+    assert env.engine.release() == 0
     drive(env.engine, "f")
     assert [a.attempt for a in env.store.attempts_of("f")] == [1]  # the first attempt is the one that runs
     assert env.result("f").single_output(int) == 1
@@ -156,9 +155,9 @@ def test_an_attempt_stopped_before_its_first_step_is_given_back_not_interrupted(
 
     env.engine.start_attempt = start_then_ctrl_c  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        Runner(env.engine).drive(["f"], until_idle=True)
+        env.engine.drive(["f"], until_idle=True)
     del env.engine.start_attempt
-    assert env.engine.release_interrupted() == 0
+    assert env.engine.release() == 0
     first = env.store.steps_of("f")[0]
     assert (first.status, first.attempt) == (StepState.QUEUED, 0) and env.store.attempts_of("f") == []
 
@@ -168,7 +167,7 @@ def test_a_lease_nobody_drives_is_declared_lost_at_its_heartbeat_deadline(env: D
     flow = Single(Flaky(opts(heartbeat=30)))
     env.engine.start_flow(flow, "f", 1, lease=True)
     successor = Engine(env.store, env.clock, owner="successor:1")
-    successor.registry.add(flow)
+    successor.definitions.registry.add(flow)
     drive(successor, "f")
     assert env.result("f").single_output(int) == 2  # the second attempt completed
     first, second = env.store.attempts_of("f")

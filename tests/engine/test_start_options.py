@@ -183,7 +183,7 @@ def test_the_timeout_is_durable_and_fires_after_a_restart(tmp_path) -> None:
         assert first.result("f").status is FlowStatus.RUNNING
         start = first.store.get_flow("f").start_time  # type: ignore[union-attr]
     with DexTestEnv(path, start=start + 40) as second:  # another process, later: the step is lost
-        second.engine.registry.add(slow())
+        second.engine.definitions.registry.add(slow())
         result = second.client.wait_for_flow("f")
         assert result.error_type is FlowErrorType.FLOW_TIMEOUT
         assert second.store.get_flow("f").close_time == start + 60  # type: ignore[union-attr]
@@ -241,8 +241,8 @@ def test_an_async_start_with_a_delay_is_not_leased_at_once_by_a_running_worker(e
     client = AsyncClient(engine=env.engine)
 
     async def go() -> None:
-        worker = asyncio.ensure_future(env.engine.run(None, until_idle=False, stop=lambda: bool(
-            env.store.get_flow("f") and env.result("f").is_terminal), stop_poll=1))
+        worker = asyncio.ensure_future(env.engine.drive_async(None, until_idle=False, until=lambda: bool(
+            env.store.get_flow("f") and env.result("f").is_terminal), poll=1, release=False))
         await asyncio.sleep(0)
         await client.start_flow(Single(Flaky()), "f", 1, StartFlowOptions(start_delay=t(30)))
         assert env.inspect("f")["steps"][0]["status"] == "QUEUED"

@@ -15,7 +15,6 @@ from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, gra
 from dexcli.engine import transitions
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
-from dexcli.engine.runner import Runner
 from dexcli.engine.sync_attempt import SyncAttempt
 from dexcli.testing import DexTestEnv
 from tests.engine.engine_flows import opts
@@ -59,7 +58,7 @@ def callback_driven(env: DexTestEnv) -> dict[str, Any]:
             assert isinstance(run.driver, SyncAttempt)
             seen["loop"] = asyncio.get_running_loop()
 
-    env.engine.listeners.append(started)
+    env.engine.events.listeners.append(started)
     return seen
 
 
@@ -111,13 +110,13 @@ def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPa
             if ev.type == "flowClosed":
                 step.release.set()  # the handler returns only after the fence
 
-        env.engine.listeners.append(closed)
+        env.engine.events.listeners.append(closed)
         step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(env.engine.stop_flow, "f")
         env.run(HeldFlow(step), 1, "f")
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
         assert applied == []
         assert not any(e["type"] == "stepCompleted" for e in env.events)
-        assert not env.engine.runs and env.engine.release_interrupted() == 0
+        assert not env.engine.runs and env.engine.release() == 0
 
 
 class StopBeforeCommit(Faults):
@@ -141,7 +140,7 @@ def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
         assert applied == []  # its unit was skipped, not applied and fenced
         assert not any(e["type"] == "stepCompleted" for e in env.events)
-        assert not env.engine.runs and env.engine.release_interrupted() == 0
+        assert not env.engine.runs and env.engine.release() == 0
 
 
 def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -> None:
@@ -159,7 +158,7 @@ def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -
         env.start(HeldFlow(step), 10, "f")
         env.drive(["f"], until=stopping.is_set)
         assert not env.engine.runs
-        assert env.engine.release_interrupted() == 0  # the drive released it as it ended
+        assert env.engine.release() == 0  # the drive released it as it ended
         step.release.set()
         assert outcomes(env, "f") == ["INTERRUPTED"]
         assert env.client.wait_for_flow("f").single_output(int) == 12
@@ -175,9 +174,9 @@ def test_ctrl_c_with_the_handler_in_its_thread_releases_the_attempt() -> None:
 
         step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(ctrl_c) if attempt == 1 else None
         env.start(HeldFlow(step), 10, "f")
-        runner = Runner(env.engine)
         with pytest.raises(KeyboardInterrupt):
-            runner.drive(["f"], until=runner.closed("f"))  # releases what it was running
+            # releases what it was running
+            env.engine.drive(["f"], until=lambda: (row := env.engine.store.get_flow("f")) is None or not row.is_running)
         step.release.set()
         [s] = env.inspect("f")["steps"]
         assert s["status"] == "QUEUED" and outcomes(env, "f") == ["INTERRUPTED"]

@@ -46,7 +46,7 @@ def on(worker: Worker | AsyncWorker, event_type: str) -> threading.Event:
         if ev.type == event_type:
             seen.set()
 
-    worker.engine.listeners.append(listen)
+    worker.engine.events.listeners.append(listen)
     return seen
 
 

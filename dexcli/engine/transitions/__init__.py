@@ -17,8 +17,9 @@ and the caller's transaction is rolled back.
 
 Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
 cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
-flow timeout's firing in `timeouts`; a time travel (a new run from the current run's history,
-the old run retired with `flows.retire_run`, which id reuse uses too) in `time_travel`."""
+flow timeout's firing in `timeouts`; an RPC's locks and committed effects in `rpc`; a time travel
+(a new run from the current run's history, the old run retired with `flows.retire_run`, which
+id reuse uses too) in `time_travel`."""
 
 from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions import waiting
@@ -26,6 +27,7 @@ from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
     allows,
+    answered,
     close,
     start,
     stop,
@@ -41,6 +43,7 @@ from dexcli.engine.transitions.outcomes import (
     fail,
     reap,
 )
+from dexcli.engine.transitions.rpc import Planned, RpcApplied
 from dexcli.engine.transitions.steps import (
     START_SOURCE,
     AttemptKey,
@@ -72,11 +75,14 @@ __all__ = [
     "Leased",
     "NextStep",
     "Outputs",
+    "Planned",
+    "RpcApplied",
     "START_SOURCE",
     "StartRequest",
     "Started",
     "TimedOut",
     "allows",
+    "answered",
     "close",
     "complete",
     "complete_execute",

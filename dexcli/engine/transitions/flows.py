@@ -50,6 +50,17 @@ class Started:
     terminated: Closed | None = None  # the previous run, terminated by ALLOW_TERMINATE_IF_RUNNING
 
 
+def answered(req: StartRequest, existing: FlowRecord) -> bool:
+    """A start whose flow id `existing` has: refused (FlowAlreadyStartedError) unless its id
+    reuse policy lets a new run take the id (False) or, under ignore_already_started, the same
+    request id started `existing` (True: that run answers it)."""
+    if allows(req.settings.id_reuse_policy or "DEFAULT", existing):
+        return False
+    if req.ignore_already_started and req.request_id and existing.request_id == req.request_id:
+        return True
+    raise FlowAlreadyStartedError(f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
+
+
 def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> Started:
     """Create the flow and queue its start step (leased to `owner` when given, unless it has a
     start delay); a flow without one starts with no step, RUNNING until an RPC starts one. A
@@ -63,11 +74,8 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     if not tx.insert_flow_if_new(*args):
         existing = tx.get_flow(req.flow_id)
         assert existing is not None
-        if not allows(s.id_reuse_policy or "DEFAULT", existing):
-            if req.ignore_already_started and req.request_id and existing.request_id == req.request_id:
-                return Started(existing.run_id, False)
-            raise FlowAlreadyStartedError(
-                f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
+        if answered(req, existing):
+            return Started(existing.run_id, False)
         previous = make_room(tx, existing, s.id_reuse_policy or "DEFAULT", run_id, now)
         tx.insert_flow_if_new(*args)
     if not s.is_default:
