@@ -20,9 +20,8 @@ from typing import Any
 
 from dexcli.builder import build_engine
 from dexcli.client_waits import WaitOps
-from dexcli.engine import Engine
+from dexcli.engine import Engine, SkipTimer, StopFlow, TimeTravelRequest
 from dexcli.engine.clock import Clock, flow_time
-from dexcli.engine.transitions.time_travel import TimeTravelRequest
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
 from dexcli.sdk.errors import (
@@ -133,19 +132,20 @@ class _Ops(WaitOps):
 
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
-        self.engine.stop_flow(flow_id, options.type.name, options.reason)
+        self.engine.change(StopFlow(flow_id, options.type.name, options.reason))
 
     def time_travel(self, flow_id: str, options: TimeTravelOptions) -> str:
         when = options.history_event_time
         if when is not None and when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return self.engine.time_travel(TimeTravelRequest(
+        return self.engine.change(TimeTravelRequest(
             _require_id(flow_id), options.type.name, None if when is None else when.timestamp(), options.step_type,
             options.step_execution_id, None if options.step_method is None else options.step_method.name,
             options.reason, options.skip_writes_reapply))
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
-        self.engine.skip_timer(flow_id, str(step_execution_id), timer_id.condition_id, timer_id.condition_index)
+        self.engine.change(SkipTimer(flow_id, str(step_execution_id), timer_id.condition_id,
+                                     timer_id.condition_index))
 
     def health(self, closed: bool) -> HealthInfo:
         """The local service's health: its database can be read (DexServiceError if not)."""

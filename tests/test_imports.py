@@ -314,7 +314,7 @@ PENDING_RTC_NAMES = PENDING_RTC_METHODS | PENDING_RTC_REACHED
 # The face: what the CLI, Client/AsyncClient, Worker and DexTestEnv use of an Engine.
 FACE = {
     "store", "clock", "definitions", "events",
-    "check_runnable", "start_flow", "start_flow_async", "drive", "drive_async", "stop_flow", "skip_timer",
+    "check_runnable", "start_flow", "start_flow_async", "drive", "drive_async", "change",
     "invoke_rpc", "invoke_rpc_async", "release", "time_skip",
 }
 # The face's callers own the engine they built (dexcli.builder) or were given; no other module

@@ -301,6 +301,7 @@ def stop(
 ) -> None:
     """Stop a running flow (CANCELED, TERMINATED, or FAILED with CLIENT_API_FAILED)."""
     from dexcli.cli.driver import build_engine
+    from dexcli.engine import StopFlow
 
     kinds = {"cancel": "CANCEL", "terminate": "TERMINATE", "fail": "FAIL"}
     if type_.lower() not in kinds:
@@ -308,7 +309,7 @@ def stop(
     store = open_store(must_exist=True)
     try:
         flow_or_not_found(store, flow_id)
-        build_engine(store, time_skip=False).stop_flow(flow_id, kinds[type_.lower()], reason)  # closed: exit 4
+        build_engine(store, time_skip=False).change(StopFlow(flow_id, kinds[type_.lower()], reason))  # closed: exit 4
     finally:
         store.close()
     print(f"flow {flow_id} stopped ({kinds[type_.lower()].lower()})")

@@ -106,13 +106,14 @@ def _confirm(running: list[FlowRecord], closed: int, kind: str, yes: bool) -> No
 def _stop_all(store: Store, flow_ids: list[str], kind: str, reason: str | None) -> tuple[list[str], list[str]]:
     """Stop each flow; one that closed since the search is skipped."""
     from dexcli.cli.driver import build_engine
+    from dexcli.engine import StopFlow
     from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 
     engine = build_engine(store, time_skip=False)
     stopped, skipped = [], []
     for fid in flow_ids:
         try:
-            engine.stop_flow(fid, kind, reason)
+            engine.change(StopFlow(fid, kind, reason))
         except FlowNotActiveOrNotFoundError:
             skipped.append(fid)
         else:

@@ -58,7 +58,7 @@ def time_travel(
 ) -> None:
     """Make a new run of a flow from a point of its history (the old run is archived; see dex inspect --run-id)."""
     from dexcli.cli.driver import build_engine
-    from dexcli.engine.transitions.time_travel import TimeTravelRequest
+    from dexcli.engine import TimeTravelRequest
 
     del yes  # the Dex CLI's confirmation: accepted, nothing to confirm here
     store = open_store(must_exist=True)
@@ -79,7 +79,7 @@ def time_travel(
             flow_id, kind, when, value if kind == "STEP_TYPE" else None,
             value if kind == "STEP_EXECUTION_ID" else None,
             (method or "WAIT_FOR") if kind == "STEP_EXECUTION_ID" else None, reason, skip_writes_reapply)
-        new_run = build_engine(store, time_skip=False).time_travel(req)
+        new_run = build_engine(store, time_skip=False).change(req)
     finally:
         store.close()
     if json_out:

@@ -1,8 +1,9 @@
 """The engine: runs flows durably — scheduling, attempts, limits, retries, recovery, clock.
 
 Its one face is `Engine` (dexcli.engine.core): the CLI, Client/AsyncClient, Worker and
-DexTestEnv build it with dexcli.builder and call only its verbs (start, drive, stop, rpc, skip
-a timer, release, time skip). The other modules here are its parts and read-only views.
+DexTestEnv build it with dexcli.builder and call only its verbs (start, drive, rpc, release,
+time skip, and `change`: a stop, a skipped timer, a time travel — dexcli.engine.changes). The
+other modules here are its parts and read-only views.
 
 `Engine` is imported on first use of the name, so that `import dexcli.engine.views` (a CLI
 command that only reads) does not load the runtime.
@@ -13,14 +14,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from dexcli.engine.changes import SkipTimer, StopFlow, TimeTravelRequest
     from dexcli.engine.core import Drove, Engine
 
-__all__ = ["Drove", "Engine"]
+__all__ = ["Drove", "Engine", "SkipTimer", "StopFlow", "TimeTravelRequest"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in ("Drove", "Engine"):
         from dexcli.engine import core
 
         return getattr(core, name)
+    if name in __all__:
+        from dexcli.engine import changes
+
+        return getattr(changes, name)
     raise AttributeError(f"module 'dexcli.engine' has no attribute {name!r}")

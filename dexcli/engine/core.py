@@ -29,12 +29,13 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
+from dexcli.engine.changes import Change, SkipTimer, StopFlow
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
@@ -591,7 +592,23 @@ class Engine:
                     t.give_back(tx, run.attempt_key, self.now(run.flow_id))
             return sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped if run.began)
 
-    def stop_flow(self, flow_id: str, stop_type: str = "CANCEL", reason: str | None = None) -> None:
+    @overload
+    def change(self, op: TimeTravelRequest) -> str: ...
+    @overload
+    def change(self, op: StopFlow | SkipTimer) -> None: ...
+    def change(self, op: Change) -> str | None:
+        """An operator's change to one flow (dexcli.engine.changes), run on the engine's loop
+        (from another thread while a drive goes on): a stop; a skipped timer; a time travel,
+        which returns the new run id."""
+        if isinstance(op, StopFlow):
+            self._stop_flow(op.flow_id, op.stop_type, op.reason)
+            return None
+        if isinstance(op, SkipTimer):
+            self._skip_timer(op.flow_id, op.step_execution_id, op.condition_id, op.condition_index)
+            return None
+        return self._time_travel(op)
+
+    def _stop_flow(self, flow_id: str, stop_type: str, reason: str | None) -> None:
         def stop() -> None:
             with self.store.tx() as tx:
                 closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
@@ -600,7 +617,7 @@ class Engine:
 
         self.drives.on_loop(stop)
 
-    def time_travel(self, req: TimeTravelRequest) -> str:
+    def _time_travel(self, req: TimeTravelRequest) -> str:
         """A new run of the flow from a point of its history (transitions.time_travel); the old
         run, if it still ran, is terminated and its attempts here fenced. Returns the new run id."""
         check_request(req)  # ValueError before anything runs, as the official Client checks
@@ -619,8 +636,8 @@ class Engine:
 
         return self.drives.on_loop(travel)
 
-    def skip_timer(self, flow_id: str, step_execution_id: str, condition_id: str | None,
-                   condition_index: int | None) -> None:
+    def _skip_timer(self, flow_id: str, step_execution_id: str, condition_id: str | None,
+                    condition_index: int | None) -> None:
         """Make a pending timer of a waiting step execution ready now."""
         def skip() -> None:
             with self.store.tx() as tx:

@@ -38,7 +38,7 @@ os._exit(137)  # First-1 stays leased to this dead process
 TRAVEL_AND_DIE = f"""
 import os, sys
 from dexcli.cli.driver import build_engine
-from dexcli.engine.transitions.time_travel import TimeTravelRequest
+from dexcli.engine import TimeTravelRequest
 from dexcli.store import Store
 from dexcli.store.tx import Tx
 
@@ -47,7 +47,7 @@ if sys.argv[2] == "inside":  # die in the transaction, after the old run is arch
         os._exit(137)
     Tx.copy_steps = copy_steps
 engine = build_engine(Store(sys.argv[1]), time_skip=False)
-print(engine.time_travel(TimeTravelRequest({FLOW_ID!r}, "BEGINNING", reason="crash test")), flush=True)
+print(engine.change(TimeTravelRequest({FLOW_ID!r}, "BEGINNING", reason="crash test")), flush=True)
 os._exit(137)  # committed: nothing drives the new run
 """
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, graceful_complete
-from dexcli.engine import transitions
+from dexcli.engine import StopFlow, transitions
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
 from dexcli.engine.sync_attempt import SyncAttempt
@@ -111,7 +111,7 @@ def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPa
                 step.release.set()  # the handler returns only after the fence
 
         env.engine.events.listeners.append(closed)
-        step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(env.engine.stop_flow, "f")
+        step.on_call = lambda attempt: seen["loop"].call_soon_threadsafe(env.engine.change, StopFlow("f"))
         env.run(HeldFlow(step), 1, "f")
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
         assert applied == []
@@ -127,7 +127,7 @@ class StopBeforeCommit(Faults):
 
     def hit(self, point: str, step_type: str, count: int = 1, where: Callable[[], str] | str = "") -> None:
         if point == "before-commit":
-            asyncio.get_running_loop().call_soon(self.engine.stop_flow, "f")
+            asyncio.get_running_loop().call_soon(self.engine.change, StopFlow("f"))
 
 
 def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
