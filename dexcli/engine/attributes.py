@@ -3,7 +3,8 @@
 `AttributeView` is one handler call's view: the snapshot read when it started (plain
 attributes, and the map instances it loads) plus its own staged writes, which it reads back.
 `apply_writes` commits staged writes in the handler's result transaction and keeps the search
-index of indexed attributes in step, and first what they overwrite for the step executions in
+index of indexed attributes in step (and marks the Attribute Store projections of synced ones:
+engine/attribute_sync.py writes them out after the commit), and first what they overwrite for the step executions in
 a method call (their retries read the attributes as the call began: `Tx.keep_call_snapshots`).
 """
 
@@ -31,6 +32,7 @@ class AttributeWrite:
     instance: str | None
     value: str | None  # JSON; None deletes
     index: Any  # the definition's AttributeIndex, or None
+    sync: bool = False  # the definition's sync_to_attribute_store: projected to the flow's Attribute Store
 
 
 def zero_value(value_type: Any) -> Any:
@@ -67,12 +69,14 @@ class AttributeView:
             return
         text = encode(from_jsonable(to_jsonable(value), declared.value_type))
         key = physical_name(declared.name, instance)
-        self.writes[key] = AttributeWrite(key, declared.name, instance, text, declared.index)
+        self.writes[key] = AttributeWrite(key, declared.name, instance, text, declared.index,
+                                          declared.sync_to_attribute_store)
 
     def delete(self, attribute: Any, instance: str | None) -> None:
         declared = self.declared(attribute)
         key = physical_name(declared.name, instance)
-        self.writes[key] = AttributeWrite(key, declared.name, instance, None, declared.index)
+        self.writes[key] = AttributeWrite(key, declared.name, instance, None, declared.index,
+                                          declared.sync_to_attribute_store)
 
     def map_keys(self, attribute: Any) -> list[str]:
         declared = self.declared(attribute)
@@ -114,6 +118,8 @@ def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: f
             value = None if w.value is None else json.loads(w.value)
             tx.set_search(flow_id, w.key, index_key(w.index, w.name), w.index.type.value,
                           index_values(w.index.type, value))
+        if w.sync:  # its projection, in this transaction: not lost if the process dies after it
+            tx.mark_attribute_sync(flow_id, w.key, w.value, now)
         upserts[w.key] = None if w.value is None else json.loads(w.value)
     return upserts
 

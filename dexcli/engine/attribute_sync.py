@@ -1,0 +1,228 @@
+"""The Attribute Store: synced attributes projected, after their commit, into the stores dex.toml
+names ([attribute_store]), as a Dex server projects them (its attribute synchronizer).
+
+A write of an attribute declared `sync_to_attribute_store=True` marks its projection in the dex
+database in the transaction of the write (`store/attribute_outbox.py`); `AttributeSync` writes
+the marked projections to the stores once that transaction has committed (the store tells it:
+`Store.on_attribute_sync`), and again when an engine starts (what a process that died left).
+So, as on Dex, a projection never rolls back or delays the attribute's write, a failed one is
+retried (100 ms backoff, doubling, at most 30 s apart), and the store holds each key's latest
+value; unlike Dex, a projection is retried until it is written (Dex gives up after an hour) and
+none is lost when a process dies: the next process that drains writes it.
+
+Which stores: `route` — the flow's FlowConfig `attribute_store_names` when it sets them ([]
+projects to none), else dex.toml's default store. A flow's names are read when its projections
+are written (`names_of`), so a FlowConfig change applies to projections not yet written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dexcli.engine.transitions import attribute_sync as t
+from dexcli.sdk.errors import DexServiceError
+from dexcli.store import Store
+from dexcli.store.attribute_outbox import SyncRow, next_due, of_flow
+from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings, Target, open_target
+
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 30.0  # Dex's syncRetryPolicy defaults
+LEASE_SECONDS = 60.0  # a claim no drain finishes in this long may be taken over
+
+
+class UnknownAttributeStoreError(DexServiceError):
+    """A FlowConfig names an Attribute Store dex.toml does not define (the server's
+    "unknown Attribute Store")."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class AttributeStores:
+    """dex.toml's [attribute_store]: the stores by name, and the one a flow whose FlowConfig
+    names none projects to (None: such flows project nowhere until one is set)."""
+
+    stores: Mapping[str, StoreSettings] = field(default_factory=dict)
+    default: str | None = None
+
+
+def route(names: Sequence[str] | None, config: AttributeStores) -> tuple[str, ...]:
+    """The stores a flow's synced attributes project to: its FlowConfig's
+    `attribute_store_names` (None: not set, dex.toml's default store; []: none)."""
+    if names is None:
+        return (config.default,) if config.default else ()
+    check_names(names, config)
+    return tuple(dict.fromkeys(names))
+
+
+def check_names(names: Sequence[str], config: AttributeStores) -> None:
+    """Refuse a FlowConfig that names a store dex.toml does not define (call it where a
+    FlowConfig is accepted: a start's config_override, update_flow_config)."""
+    for name in names:
+        if name not in config.stores:
+            known = ", ".join(sorted(config.stores)) or "none: dex.toml has no [attribute_store.stores]"
+            raise UnknownAttributeStoreError(f"unknown Attribute Store {name!r} (known: {known})")
+
+
+@dataclass(frozen=True)
+class Projection:
+    """How a flow's synced attribute stands (for inspect): written to its stores unless
+    `pending`; `error` is the last failure, or why a store skipped it."""
+
+    key: str
+    stores: tuple[str, ...]
+    pending: bool
+    skipped: bool
+    attempts: int
+    error: str | None
+
+
+class AttributeSync:
+    """Writes the outbox's projections to their stores. One per engine that has stores
+    configured; its targets are opened once (`open`: every store reachable, or an
+    AttributeStoreError naming the first that is not)."""
+
+    def __init__(self, store: Store, config: AttributeStores, now: Callable[[], float],
+                 names_of: Callable[[str], Sequence[str] | None] | None = None,
+                 report: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.now = now  # the engine's clock (real(): the time every process shares)
+        self.names_of = names_of or (lambda _flow_id: None)  # the flow's FlowConfig attribute_store_names
+        self.report = report or (lambda _line: None)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:sync-{uuid.uuid4().hex[:6]}"
+        self.targets: dict[str, Target] = {}
+        self._lock = threading.Lock()
+        self._again = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._scheduled: asyncio.AbstractEventLoop | None = None
+        self.written = 0  # projections written (each key to all its stores), for tests and bench
+
+    def open(self) -> None:
+        for name, settings in self.config.stores.items():
+            if name not in self.targets:
+                self.targets[name] = open_target(settings)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for target in self.targets.values():
+            target.close()
+        self.targets.clear()
+
+    # ------------------------------------------------------------------ when -------------
+    def kick(self) -> None:
+        """Projections were committed (or may be left from a process that died): write them.
+        On an event loop, soon on that loop; elsewhere (a client call with no engine running)
+        here and now."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.drain()
+            return
+        if self._scheduled is not loop:
+            self._scheduled = loop
+            loop.call_soon(self._drain_on_loop, loop)
+
+    def _drain_on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduled = None
+        due = self.drain()
+        if due is not None and not loop.is_closed():
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_later(max(0.0, due - self.now()), self._drain_on_loop, loop)
+
+    # ------------------------------------------------------------------ what -------------
+    def drain(self) -> float | None:
+        """Write every projection due now; returns when the next one (a retry) is due."""
+        if not self._lock.acquire(blocking=False):
+            self._again = True  # the drain under way goes round once more
+            return None
+        try:
+            while True:
+                self._again = False
+                now = self.now()
+                with self.store.tx() as tx:
+                    rows = t.claim(tx, self.owner, now, LEASE_SECONDS)
+                if rows:
+                    self._write(rows, now)
+                if not self._again and not rows:
+                    break
+            return self.store.read(lambda tx: next_due(tx.c))
+        finally:
+            self._lock.release()
+
+    def _write(self, rows: list[SyncRow], now: float) -> None:
+        by_flow: dict[str, list[SyncRow]] = {}
+        for r in rows:
+            by_flow.setdefault(r.flow_id, []).append(r)
+        done: list[t.Settled] = []
+        for flow_id, items in by_flow.items():
+            done += self._write_flow(flow_id, items, now)
+        with self.store.tx() as tx:
+            t.settle(tx, done)
+        self.written += sum(1 for s in done if s.kind == "delivered")
+
+    def _write_flow(self, flow_id: str, items: list[SyncRow], now: float) -> list[t.Settled]:
+        try:
+            stores = route(self.names_of(flow_id), self.config)
+        except UnknownAttributeStoreError as exc:
+            return [t.Settled(r, "retry", str(exc), now + BACKOFF_MAX) for r in items]
+        if not stores:
+            if self.names_of(flow_id) is not None:  # its FlowConfig names none: projections are off
+                return [t.Settled(r, "drop") for r in items]
+            return [t.Settled(r, "retry", "no Attribute Store: dex.toml names no default store "
+                                          "([attribute_store] default)", now + BACKOFF_MAX) for r in items]
+        values = {r.key: None if r.value is None else json.loads(r.value) for r in items}
+        skipped: dict[str, list[str]] = {}
+        for name in stores:
+            target = self.targets.get(name)
+            try:
+                if target is None:
+                    raise AttributeStoreError(f"Attribute Store {name!r} is not open in this process")
+                for s in target.upsert(flow_id, values):
+                    skipped.setdefault(s.key, []).append(f"{name}: {s.reason}")
+            except AttributeStoreError as exc:
+                self.report(f"{exc}; retrying")
+                return [t.Settled(r, "retry", str(exc), now + backoff(r.attempts)) for r in items]
+        out = []
+        for r in items:
+            if r.key in skipped:
+                reason = "; ".join(skipped[r.key])
+                self.report(f"Attribute Store: flow {flow_id!r} {r.key!r} skipped ({reason})")
+                out.append(t.Settled(r, "skip", reason))
+            else:
+                out.append(t.Settled(r, "delivered"))
+        return out
+
+    # ------------------------------------------------------------------ views ------------
+    def projections(self, flow_id: str, synced_keys: Sequence[str]) -> list[Projection]:
+        return projections(self.store, flow_id, synced_keys, self.names_of(flow_id), self.config)
+
+
+def backoff(attempts: int) -> float:
+    return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(attempts, 20)))
+
+
+def projections(store: Store, flow_id: str, synced_keys: Sequence[str], names: Sequence[str] | None,
+                config: AttributeStores) -> list[Projection]:
+    """Each synced key of a flow (its current attributes', and those still in the outbox): the
+    stores it goes to, and whether it is written there yet."""
+    rows = {r.key: r for r in store.read(lambda tx: of_flow(tx.c, flow_id))}
+    try:
+        stores = route(names, config)
+    except UnknownAttributeStoreError:
+        stores = tuple(names or ())
+    out = []
+    for key in sorted(set(synced_keys) | set(rows)):
+        r = rows.get(key)
+        out.append(Projection(key, stores, r is not None and r.status == "PENDING",
+                              r is not None and r.status == "SKIPPED", r.attempts if r else 0, r.error if r else None))
+    return out
