@@ -76,6 +76,8 @@ class DexTestEnv:
         return [json.loads(m.value) for m in self.store.stream_messages(flow_id, stream, limit=10**6)]
 
     def close(self) -> None:
+        if self.engine.attribute_sync is not None:
+            self.engine.attribute_sync.close()
         self.store.close()
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -105,9 +105,13 @@ class AttributeSync:
         self.written = 0  # projections written (each key to all its stores), for tests and bench
 
     def open(self) -> None:
-        for name, settings in self.config.stores.items():
-            if name not in self.targets:
-                self.targets[name] = open_target(settings)
+        try:
+            for name, settings in self.config.stores.items():
+                if name not in self.targets:
+                    self.targets[name] = open_target(settings)
+        except AttributeStoreError:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._timer is not None:
