@@ -78,12 +78,21 @@ def engine_loader(ref: str) -> tuple[Flow[Any], ...]:
         raise FlowNotRegisteredError(str(exc)) from None
 
 
-def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None) -> Engine:
+def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None,
+                 attribute_stores: bool = False) -> Engine:
     """The one engine of a `dex` command, on the store it opened: flows it did not register
     itself load from their stored references. Its registry takes async handlers (dex runs them)
-    and checks each flow's source statically, as `dex graph` does."""
+    and checks each flow's source statically, as `dex graph` does. With `attribute_stores` (the
+    commands that write attributes), the Attribute Stores dex.toml names are opened: one that
+    cannot be is an AttributeStoreError (exit 5), as a Dex server refuses to start."""
+    from dexcli.cli.config import attribute_stores_setting
+
     registry = Registry(checks=static_problems, allow_async_handlers=True)
-    return Engine(store, make_clock(time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+    engine = Engine(store, make_clock(time_skip), registry, faults=faults or Faults(), loader=engine_loader)
+    stores = attribute_stores_setting() if attribute_stores else None
+    if stores is not None:
+        engine.use_attribute_stores(stores)
+    return engine
 
 
 def exit_code_for(status: str) -> int:

@@ -25,6 +25,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dexcli.engine.transitions import attribute_sync as t
 from dexcli.sdk.errors import DexServiceError
@@ -72,15 +73,27 @@ def check_names(names: Sequence[str], config: AttributeStores) -> None:
 
 @dataclass(frozen=True)
 class Projection:
-    """How a flow's synced attribute stands (for inspect): written to its stores unless
-    `pending`; `error` is the last failure, or why a store skipped it."""
+    """How a flow's synced attribute stands (for inspect): `status` PENDING (not written yet:
+    `error` says what failed, `attempts` how often), SYNCED (its latest value is in `stores`;
+    none when the flow's FlowConfig names no store) or SKIPPED (a store cannot take it: `error`)."""
 
     key: str
+    status: str
     stores: tuple[str, ...]
-    pending: bool
-    skipped: bool
     attempts: int
     error: str | None
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "PENDING"
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == "SKIPPED"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "status": self.status, "stores": list(self.stores), "attempts": self.attempts,
+                "error": self.error}
 
 
 class AttributeSync:
@@ -201,32 +214,21 @@ class AttributeSync:
             if r.key in skipped:
                 reason = "; ".join(skipped[r.key])
                 self.report(f"Attribute Store: flow {flow_id!r} {r.key!r} skipped ({reason})")
-                out.append(t.Settled(r, "skip", reason))
+                out.append(t.Settled(r, "skip", reason, stores=stores))
             else:
-                out.append(t.Settled(r, "delivered"))
+                out.append(t.Settled(r, "delivered", stores=stores))
         return out
 
     # ------------------------------------------------------------------ views ------------
-    def projections(self, flow_id: str, synced_keys: Sequence[str]) -> list[Projection]:
-        return projections(self.store, flow_id, synced_keys, self.names_of(flow_id), self.config)
+    def projections(self, flow_id: str) -> list[Projection]:
+        return projections(self.store, flow_id)
 
 
 def backoff(attempts: int) -> float:
     return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(attempts, 20)))
 
 
-def projections(store: Store, flow_id: str, synced_keys: Sequence[str], names: Sequence[str] | None,
-                config: AttributeStores) -> list[Projection]:
-    """Each synced key of a flow (its current attributes', and those still in the outbox): the
-    stores it goes to, and whether it is written there yet."""
-    rows = {r.key: r for r in store.read(lambda tx: of_flow(tx.c, flow_id))}
-    try:
-        stores = route(names, config)
-    except UnknownAttributeStoreError:
-        stores = tuple(names or ())
-    out = []
-    for key in sorted(set(synced_keys) | set(rows)):
-        r = rows.get(key)
-        out.append(Projection(key, stores, r is not None and r.status == "PENDING",
-                              r is not None and r.status == "SKIPPED", r.attempts if r else 0, r.error if r else None))
-    return out
+def projections(store: Store, flow_id: str) -> list[Projection]:
+    """Each synced attribute key of a flow: where its latest value went, or why not yet."""
+    return [Projection(r.key, r.status, tuple(json.loads(r.stores)) if r.stores else (), r.attempts, r.error)
+            for r in store.read(lambda tx: of_flow(tx.c, flow_id))]

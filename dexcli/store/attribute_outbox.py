@@ -6,21 +6,23 @@ projection is never lost: if the process dies after that commit, the row is stil
 next process that drains the outbox writes it. A row holds the latest value only (Dex's
 projection is latest-state): a later write replaces it and bumps `seq`. A drainer claims rows
 (`owner`, `lease_until`) before it writes them to the stores, and deletes each one after, only
-if its `seq` is still the one it wrote; a row written meanwhile stays for the next drain, so an
-older value can never overwrite a newer one in the store. A claim of a process that died, or
-whose lease ran out, can be taken over.
+marks each one SYNCED after, only if its `seq` is still the one it wrote; a row written
+meanwhile stays PENDING for the next drain, so an older value can never overwrite a newer one in
+the store. A claim of a process that died, or whose lease ran out, can be taken over. A SYNCED
+row stays (one per synced key of a flow): `dex inspect` shows where each value went.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from dexcli.store.owners import owner_alive
 
-PENDING, SKIPPED = "PENDING", "SKIPPED"
-_COLUMNS = "flow_id, key, value, seq, written, status, owner, lease_until, attempts, next_at, error"
+PENDING, SYNCED, SKIPPED = "PENDING", "SYNCED", "SKIPPED"
+_COLUMNS = "flow_id, key, value, seq, written, status, owner, lease_until, attempts, next_at, error, stores"
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,13 @@ class SyncRow:
     value: str | None  # JSON; None: deleted (SQL NULL)
     seq: int
     written: float
-    status: str  # PENDING | SKIPPED
+    status: str  # PENDING | SYNCED | SKIPPED
     owner: str | None
     lease_until: float | None
     attempts: int
     next_at: float
     error: str | None
+    stores: str | None  # JSON list of the stores it was last written to
 
 
 def _rows(c: sqlite3.Connection, where: str, args: tuple[Any, ...], limit: int = -1) -> list[SyncRow]:
@@ -62,9 +65,10 @@ def claim(c: sqlite3.Connection, owner: str, now: float, lease: float, limit: in
     return free
 
 
-def delivered(c: sqlite3.Connection, row: SyncRow) -> None:
-    """Every store of the row's route has its value: gone, unless written again since."""
-    c.execute("DELETE FROM attribute_sync WHERE flow_id = ? AND key = ? AND seq = ?", (row.flow_id, row.key, row.seq))
+def delivered(c: sqlite3.Connection, row: SyncRow, stores: list[str]) -> None:
+    """Every store of the row's route has its value (unless written again since)."""
+    c.execute("UPDATE attribute_sync SET status = 'SYNCED', stores = ?, error = NULL, attempts = 0 "
+              "WHERE flow_id = ? AND key = ? AND seq = ?", (json.dumps(stores), row.flow_id, row.key, row.seq))
     release(c, row)
 
 
@@ -80,22 +84,23 @@ def retry(c: sqlite3.Connection, row: SyncRow, next_at: float, error: str) -> No
     release(c, row)
 
 
-def skip(c: sqlite3.Connection, row: SyncRow, reason: str) -> None:
-    """A store cannot take this value (Dex filters it): kept, not retried, with the reason, until
-    the attribute is written again."""
-    c.execute("UPDATE attribute_sync SET status = 'SKIPPED', error = ? WHERE flow_id = ? AND key = ? AND seq = ?",
-              (reason, row.flow_id, row.key, row.seq))
+def skip(c: sqlite3.Connection, row: SyncRow, reason: str, stores: list[str]) -> None:
+    """A store cannot take this value (Dex filters it): not retried, with the reason, until the
+    attribute is written again (`stores`: those it was written to all the same)."""
+    c.execute("UPDATE attribute_sync SET status = 'SKIPPED', error = ?, stores = ? "
+              "WHERE flow_id = ? AND key = ? AND seq = ?", (reason, json.dumps(stores), row.flow_id, row.key, row.seq))
     release(c, row)
 
 
-def drop(c: sqlite3.Connection, row: SyncRow) -> None:
-    """The flow projects to no store (its FlowConfig names none): nothing to write."""
-    delivered(c, row)
-
-
 def of_flow(c: sqlite3.Connection, flow_id: str) -> list[SyncRow]:
-    """A flow's projections not written yet (pending or skipped), for inspect."""
-    return _rows(c, "flow_id = ?", (flow_id,))
+    """A flow's projections (pending, synced, skipped), for inspect (none in a read-only database
+    of an older dex, which has no outbox)."""
+    try:
+        return _rows(c, "flow_id = ?", (flow_id,))
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
 
 
 def next_due(c: sqlite3.Connection) -> float | None:

@@ -209,15 +209,16 @@ CREATE TABLE IF NOT EXISTS attribute_snapshots (
 );
 
 -- Schema 6: the Attribute Store outbox (store/attribute_outbox.py). One row per synced
--- attribute key of a flow whose latest value a store has not been written yet: marked in the
--- transaction of the attribute's write, deleted once every store of the flow has it.
+-- attribute key of a flow: marked PENDING in the transaction of the attribute's write, SYNCED
+-- once every store of the flow has its latest value (kept: inspect shows where it went).
 CREATE TABLE IF NOT EXISTS attribute_sync (
     flow_id     TEXT NOT NULL,
     key         TEXT NOT NULL,              -- the attribute's physical key (the store's column)
     value       TEXT,                       -- JSON; NULL: deleted (projects SQL NULL)
     seq         INTEGER NOT NULL,           -- bumped by each write: a drain deletes only what it wrote
     written     REAL NOT NULL,
-    status      TEXT NOT NULL DEFAULT 'PENDING',  -- PENDING, or SKIPPED (a store cannot take it)
+    status      TEXT NOT NULL DEFAULT 'PENDING',  -- PENDING, SYNCED, or SKIPPED (a store cannot take it)
+    stores      TEXT,                       -- JSON list of the stores it was last written to
     owner       TEXT,                       -- the process writing it to the stores now
     lease_until REAL,
     attempts    INTEGER NOT NULL DEFAULT 0, -- failed writes since the last attribute write

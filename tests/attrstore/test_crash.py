@@ -22,7 +22,7 @@ def outbox(db: Path) -> list[tuple[str, str, str | None]]:
     store = Store(db)
     try:
         return store.read(lambda tx: tx.c.execute("SELECT flow_id, key, value FROM attribute_sync "
-                                                  "ORDER BY key").fetchall())
+                                                  "WHERE status = 'PENDING' ORDER BY key").fetchall())
     finally:
         store.close()
 

@@ -194,7 +194,7 @@ def test_a_server_that_goes_away_gets_the_write_when_it_is_back(database: str, t
         target.conn.close()  # type: ignore[attr-defined]  # the connection is lost
         env.client.invoke_rpc(flow.update_profile, "u", BYRON)
         assert select(database, "u")["email"] == "ada@example.com"  # type: ignore[index]  # not yet
-        [p] = [p for p in sync.projections("u", ["email"]) if p.key == "email"]
+        [p] = [p for p in sync.projections("u") if p.key == "email"]
         assert p.pending and p.attempts == 1
         env.drive(["u"], until=lambda: select(database, "u")["email"] != "ada@example.com")  # type: ignore[index]
         assert select(database, "u")["email"] == "ada.byron@example.com"  # type: ignore[index]

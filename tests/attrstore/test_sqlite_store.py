@@ -30,7 +30,8 @@ def test_a_step_s_synced_writes_land_in_the_store_after_its_commit(env: DexTestE
     assert row["meta"] == '{"source":"x","tags":["t"]}'
     assert row["balance/usd"] is None and row["created"] == "now"  # untouched columns keep their defaults
     assert "secret" not in repr(row)  # an attribute that is not synced stays in dex
-    assert env.store.read(lambda tx: tx.c.execute("SELECT COUNT(*) FROM attribute_sync").fetchone()[0]) == 0
+    assert {p.key: p.status for p in projections(env.store, "user-1")} == {
+        "email": "SYNCED", "credits": "SYNCED", "balance/eur": "SYNCED", "meta": "SYNCED"}
 
 
 def test_overwrites_and_deletes_project_the_latest_value_and_sql_null(env: DexTestEnv, tmp_path: Path) -> None:
@@ -66,7 +67,7 @@ def test_an_empty_store_list_projects_nothing_and_keeps_nothing(env: DexTestEnv,
     sync.names_of = lambda _flow_id: []
     env.run(ProfileFlow(), {"email": "x@example.com"}, "f")
     assert rows(a) == {}
-    assert env.store.read(lambda tx: tx.c.execute("SELECT COUNT(*) FROM attribute_sync").fetchone()[0]) == 0
+    assert [(p.status, p.stores) for p in projections(env.store, "f")] == [("SYNCED", ())]
 
 
 def test_a_value_the_column_cannot_take_is_skipped_with_its_reason_and_the_rest_is_written(
@@ -75,8 +76,8 @@ def test_a_value_the_column_cannot_take_is_skipped_with_its_reason_and_the_rest_
     sync = env.engine.use_attribute_stores(config(a=a))
     env.run(ProfileFlow(), {"email": "x@example.com", "short": "too long", "nowhere": "v"}, "f")
     assert rows(a)["f"]["email"] == "x@example.com" and rows(a)["f"]["short"] is None
-    seen = {p.key: p for p in sync.projections("f", ["email", "short", "nowhere"])}
-    assert not seen["email"].pending and not seen["email"].skipped
+    seen = {p.key: p for p in sync.projections("f")}
+    assert seen["email"].status == "SYNCED" and seen["email"].stores == ("a",)
     assert seen["short"].skipped and seen["short"].error == "a: text longer than the column"
     assert seen["nowhere"].skipped and seen["nowhere"].error == "a: no such column"
 
@@ -91,7 +92,7 @@ def test_a_store_that_fails_is_retried_with_backoff_until_it_takes_the_write(env
     assert sync is not None
     sync.targets["a"].conn.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
     env.run(ProfileFlow(), {"email": "late@example.com"}, "f")
-    pending = projections(env.store, "f", ["email"], None, sync.config)
+    pending = projections(env.store, "f")
     assert pending[0].pending and pending[0].attempts >= 1 and "locked" in (pending[0].error or "")
     blocker.execute("ROLLBACK")
     t0 = env.clock.now()

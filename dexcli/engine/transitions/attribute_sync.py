@@ -21,6 +21,7 @@ class Settled:
     kind: str
     error: str | None = None
     next_at: float = 0.0
+    stores: tuple[str, ...] = ()  # those written to (delivered, skip)
 
 
 def claim(tx: Tx, owner: str, now: float, lease: float) -> list[SyncRow]:
@@ -31,8 +32,8 @@ def claim(tx: Tx, owner: str, now: float, lease: float) -> list[SyncRow]:
 def settle(tx: Tx, results: list[Settled]) -> None:
     for s in results:
         if s.kind in ("delivered", "drop"):
-            outbox.delivered(tx.c, s.row)
+            outbox.delivered(tx.c, s.row, list(s.stores))
         elif s.kind == "skip":
-            outbox.skip(tx.c, s.row, s.error or "")
+            outbox.skip(tx.c, s.row, s.error or "", list(s.stores))
         else:
             outbox.retry(tx.c, s.row, s.next_at, s.error or "")
