@@ -25,12 +25,12 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from dexcli.engine.attribute_projections import Projection, projections
 from dexcli.engine.transitions import attribute_sync as t
 from dexcli.sdk.errors import DexServiceError
 from dexcli.store import Store
-from dexcli.store.attribute_outbox import SyncRow, next_due, of_flow
+from dexcli.store.attribute_outbox import SyncRow, next_due
 from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings, Target, open_target
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 30.0  # Dex's syncRetryPolicy defaults
@@ -69,31 +69,6 @@ def check_names(names: Sequence[str], config: AttributeStores) -> None:
         if name not in config.stores:
             known = ", ".join(sorted(config.stores)) or "none: dex.toml has no [attribute_store.stores]"
             raise UnknownAttributeStoreError(f"unknown Attribute Store {name!r} (known: {known})")
-
-
-@dataclass(frozen=True)
-class Projection:
-    """How a flow's synced attribute stands (for inspect): `status` PENDING (not written yet:
-    `error` says what failed, `attempts` how often), SYNCED (its latest value is in `stores`;
-    none when the flow's FlowConfig names no store) or SKIPPED (a store cannot take it: `error`)."""
-
-    key: str
-    status: str
-    stores: tuple[str, ...]
-    attempts: int
-    error: str | None
-
-    @property
-    def pending(self) -> bool:
-        return self.status == "PENDING"
-
-    @property
-    def skipped(self) -> bool:
-        return self.status == "SKIPPED"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "status": self.status, "stores": list(self.stores), "attempts": self.attempts,
-                "error": self.error}
 
 
 class AttributeSync:
@@ -226,9 +201,3 @@ class AttributeSync:
 
 def backoff(attempts: int) -> float:
     return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(attempts, 20)))
-
-
-def projections(store: Store, flow_id: str) -> list[Projection]:
-    """Each synced attribute key of a flow: where its latest value went, or why not yet."""
-    return [Projection(r.key, r.status, tuple(json.loads(r.stores)) if r.stores else (), r.attempts, r.error)
-            for r in store.read(lambda tx: of_flow(tx.c, flow_id))]

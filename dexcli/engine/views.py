@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dexcli.engine.attribute_sync import projections
+from dexcli.engine.attribute_projections import projections
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
