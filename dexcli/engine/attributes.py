@@ -33,6 +33,7 @@ class AttributeWrite:
     value: str | None  # JSON; None deletes
     index: Any  # the definition's AttributeIndex, or None
     sync: bool = False  # the definition's sync_to_attribute_store: projected to the flow's Attribute Store
+    hard: bool = False  # the definition's hard_delete_on_null: never in history, gone for good once deleted
 
 
 def zero_value(value_type: Any) -> Any:
@@ -68,15 +69,18 @@ class AttributeView:
             self.delete(attribute, instance)
             return
         text = encode(from_jsonable(to_jsonable(value), declared.value_type))
+        if declared.hard_delete_on_null and isinstance(json.loads(text), (bool, int, float)):
+            raise ValueMappingError(f"hard-delete Attribute {declared.name} supports only string and object values, "
+                                    f"not {type(json.loads(text)).__name__}")
         key = physical_name(declared.name, instance)
         self.writes[key] = AttributeWrite(key, declared.name, instance, text, declared.index,
-                                          declared.sync_to_attribute_store)
+                                          declared.sync_to_attribute_store, declared.hard_delete_on_null)
 
     def delete(self, attribute: Any, instance: str | None) -> None:
         declared = self.declared(attribute)
         key = physical_name(declared.name, instance)
         self.writes[key] = AttributeWrite(key, declared.name, instance, None, declared.index,
-                                          declared.sync_to_attribute_store)
+                                          declared.sync_to_attribute_store, declared.hard_delete_on_null)
 
     def map_keys(self, attribute: Any) -> list[str]:
         declared = self.declared(attribute)
@@ -106,9 +110,11 @@ def initial_attributes(definition: FlowDefinition, options: Any) -> dict[str, At
 def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: float,
                  writer: str | None = None) -> dict[str, Any]:
     """Commit staged writes (and their index rows) of `writer` (a step execution, or None);
-    returns {key: value or None} for history."""
+    returns {key: value or None} for history. A hard-delete attribute's value is never kept
+    anywhere else: not in history, not in the snapshots of method calls (a retry reads it as it
+    is now, so a delete is final), and its delete removes its only copy."""
     upserts: dict[str, Any] = {}
-    tx.keep_call_snapshots(flow_id, list(writes), writer)
+    tx.keep_call_snapshots(flow_id, [k for k, w in writes.items() if not w.hard], writer)
     for w in writes.values():
         if w.value is None:
             tx.delete_attribute(flow_id, w.key)
@@ -120,7 +126,8 @@ def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: f
                           index_values(w.index.type, value))
         if w.sync:  # its projection, in this transaction: not lost if the process dies after it
             tx.mark_attribute_sync(flow_id, w.key, w.value, now)
-        upserts[w.key] = None if w.value is None else json.loads(w.value)
+        if not w.hard:
+            upserts[w.key] = None if w.value is None else json.loads(w.value)
     return upserts
 
 

@@ -1,12 +1,22 @@
-"""A hard-delete Attribute: a Dex server with a blob store accepts it; dex refuses it at
-registration (it keeps no blob store, and must not accept and ignore the promise that the value
-is never in history)."""
+"""Hard-delete attributes (a plain one and an AttributeMap): both SDKs accept them; dex keeps
+their values only in the attributes table (never in history or retry snapshots)."""
 
 from __future__ import annotations
 
-from dexcli import Attribute, Context, Flow, PersistenceSchema, Step, StepDecision, StepList, graceful_complete
+from dexcli import (
+    Attribute,
+    AttributeMap,
+    Context,
+    Flow,
+    PersistenceSchema,
+    Step,
+    StepDecision,
+    StepList,
+    graceful_complete,
+)
 
 api_key = Attribute("api-key", str, hard_delete_on_null=True)
+keys = AttributeMap("provider-api-key", str, hard_delete_on_null=True)
 
 
 class Call(Step[str]):
@@ -23,4 +33,4 @@ class ProviderFlow(Flow[str]):
         return StepList.start_step(self.call)
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(api_key)
+        return PersistenceSchema.of(api_key, keys)
