@@ -5,6 +5,8 @@ A write of an attribute declared `sync_to_attribute_store=True` marks its projec
 database in the transaction of the write (`store/attribute_outbox.py`); `AttributeSync` writes
 the marked projections to the stores once that transaction has committed (the store tells it:
 `Store.on_attribute_sync`), and again when an engine starts (what a process that died left).
+A drain first claims its rows in a durable transaction, which also commits what ASYNC
+durability left open: no store is written a value the dex database could still lose.
 So, as on Dex, a projection never rolls back or delays the attribute's write, a failed one is
 retried (100 ms backoff, doubling, at most 30 s apart), and the store holds each key's latest
 value; unlike Dex, a projection is retried until it is written (Dex gives up after an hour) and
@@ -133,23 +135,26 @@ class AttributeSync:
 
     # ------------------------------------------------------------------ what -------------
     def drain(self) -> float | None:
-        """Write every projection due now; returns when the next one (a retry) is due."""
-        if not self._lock.acquire(blocking=False):
-            self._again = True  # the drain under way goes round once more
-            return None
-        try:
-            while True:
+        """Write every projection due now; returns when the next one (a retry) is due. A drain
+        asked for while another runs (another thread) makes that one go round again."""
+        while True:
+            if not self._lock.acquire(blocking=False):
+                self._again = True
+                return None
+            try:
                 self._again = False
-                now = self.now()
-                with self.store.tx() as tx:
-                    rows = t.claim(tx, self.owner, now, LEASE_SECONDS)
-                if rows:
+                while True:
+                    now = self.now()
+                    with self.store.tx() as tx:
+                        rows = t.claim(tx, self.owner, now, LEASE_SECONDS)
+                    if not rows:
+                        break
                     self._write(rows, now)
-                if not self._again and not rows:
-                    break
-            return self.store.read(lambda tx: next_due(tx.c))
-        finally:
-            self._lock.release()
+                due = self.store.read(lambda tx: next_due(tx.c))
+            finally:
+                self._lock.release()
+            if not self._again:  # asked again after this one's last claim: go round once more
+                return due
 
     def _write(self, rows: list[SyncRow], now: float) -> None:
         by_flow: dict[str, list[SyncRow]] = {}
