@@ -124,6 +124,15 @@ class AttributeSync:
         if self._scheduled is not loop:
             self._scheduled = loop
             loop.call_soon(self._drain_on_loop, loop)
+            teardown = getattr(loop, "teardown", None)  # a ClockEventLoop's: its drive ends
+            if teardown is not None and self._last_drain not in teardown:
+                teardown.append(self._last_drain)
+
+    def _last_drain(self) -> None:
+        """The loop is torn down (its drive ended): what it had still to write is written now."""
+        if self._scheduled is not None:
+            self._scheduled = None
+            self.drain()
 
     def _drain_on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._scheduled = None

@@ -124,3 +124,29 @@ def test_without_stores_the_projections_wait_in_the_outbox_for_a_process_that_ha
     with DexTestEnv(tmp_path / "dex.db") as env:
         env.engine.use_attribute_stores(config(a=a))  # opening them writes what was left
         assert rows(a)["f"]["email"] == "kept@example.com"
+
+
+def test_route_follows_the_flow_s_store_names_else_the_default() -> None:
+    from dexcli.engine.attribute_sync import UnknownAttributeStoreError, check_names, route
+
+    cfg = config(a=Path("a.db"), b=Path("b.db"))  # default: a
+    assert route(None, cfg) == ("a",)
+    assert route([], cfg) == ()
+    assert route(["b", "a", "b"], cfg) == ("b", "a")
+    with pytest.raises(UnknownAttributeStoreError, match=r"unknown Attribute Store 'c' \(known: a, b\)"):
+        check_names(["a", "c"], cfg)
+    assert route(None, AttributeStores({})) == ()
+
+
+def test_a_flow_naming_an_unknown_store_keeps_its_projections_pending_and_says_why(
+        env: DexTestEnv, tmp_path: Path) -> None:
+    a = sqlite_store(tmp_path / "a.db")
+    sync = env.engine.use_attribute_stores(config(a=a))
+    sync.names_of = lambda _flow_id: ["reports"]
+    env.run(ProfileFlow(), {"email": "x@example.com"}, "f")
+    [p] = projections(env.store, "f")
+    assert p.pending and p.error == "unknown Attribute Store 'reports' (known: a)"
+    assert env.inspect("f")["state"]["attributeStore"][0]["error"] == p.error
+    sync.names_of = lambda _flow_id: ["a"]  # the FlowConfig fixed: the retry writes it
+    env.drive(["f"], until=lambda: "f" in rows(a))
+    assert rows(a)["f"]["email"] == "x@example.com"
