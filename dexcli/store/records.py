@@ -82,6 +82,8 @@ class FlowRecord:
     timeout_handler_options: str | None = None  # handle_timeout's ResolvedOptions JSON (HANDLER)
     start_delay: float | None = None  # seconds the start step waited to become eligible
     id_reuse_policy: str | None = None  # the IdReusePolicy name it was started with
+    parent_flow_id: str | None = None  # a SubFlow: the flow whose wait started it
+    parent_step_execution_id: str | None = None  # ... and the step execution of that wait
 
     @property
     def is_running(self) -> bool:

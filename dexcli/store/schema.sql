@@ -27,7 +27,11 @@ CREATE TABLE IF NOT EXISTS flows (
     timeout_handler_options TEXT,       -- handle_timeout's ResolvedOptions JSON (HANDLER)
     start_delay   REAL,                 -- StartFlowOptions.start_delay (seconds)
     id_reuse_policy TEXT,               -- the IdReusePolicy it was started with
-    num           INTEGER               -- the flow's number: its history's keys (see history)
+    num           INTEGER,              -- the flow's number: its history's keys (see history)
+    -- SubFlows (schema 6): a child flow names the parent step execution whose Wait started it;
+    -- the parent's Wait JSON names each child (flowId, runId), so the link is kept both ways
+    parent_flow_id TEXT,
+    parent_step_execution_id TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS flows_by_num ON flows(num);
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);
@@ -37,6 +41,7 @@ CREATE INDEX IF NOT EXISTS flows_by_type   ON flows(flow_type, start_time);
 -- queries name these partial indexes' WHERE terms exactly (SQLite uses a partial index only then).
 CREATE INDEX IF NOT EXISTS flows_timeouts  ON flows(timeout_at) WHERE timeout_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS flows_offsets   ON flows(clock_offset) WHERE clock_offset != 0;
+CREATE INDEX IF NOT EXISTS flows_children  ON flows(parent_flow_id) WHERE parent_flow_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS steps (
     flow_id           TEXT NOT NULL REFERENCES flows(flow_id),
@@ -208,7 +213,7 @@ CREATE TABLE IF NOT EXISTS attribute_snapshots (
     PRIMARY KEY (flow_id, step_execution_id, key)
 );
 
--- Schema 6: the Attribute Store outbox (store/attribute_outbox.py). One row per synced
+-- Schema 7: the Attribute Store outbox (store/attribute_outbox.py). One row per synced
 -- attribute key of a flow: marked PENDING in the transaction of the attribute's write, SYNCED
 -- once every store of the flow has its latest value (kept: inspect shows where it went).
 CREATE TABLE IF NOT EXISTS attribute_sync (

@@ -69,6 +69,8 @@ SIGNATURES = [
     "Client.health_check", "AsyncClient.health_check", "AsyncClient.describe_flow", "HealthInfo",
     "Stream.buffered_text", "BufferedTextStream", "BufferedTextStream.write", "BufferedTextStream.flush",
     "AsyncBufferedTextStream", "AsyncBufferedTextStream.write",
+    "SubFlow.run", "SubFlow.get_condition_results", "SubFlow.get_flow_id", "SubFlowOptions",
+    "SubFlowOptions.with_attribute",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -272,7 +274,7 @@ def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[An
 # --- enums -----------------------------------------------------------------------------------
 
 ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "FlowTimeoutPolicy", "StopType", "StepDurability",
-         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode"]
+         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode", "SubFlowReusePolicy"]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=gap(f"enum-{n}")) for n in ENUMS])

@@ -1,4 +1,4 @@
-"""Schema 6 adds the Attribute Store outbox (`attribute_sync`): a version 5 database (this
+"""Schema 7 adds the Attribute Store outbox (`attribute_sync`): a version 6 database (this
 schema without it) is upgraded on its first open, keeps its flows, and its synced attributes'
 writes are projected from then on."""
 
@@ -13,13 +13,13 @@ from dexcli.testing import DexTestEnv
 from tests.attrstore.stores import ProfileFlow, config, rows, sqlite_store
 
 
-def test_a_version_5_database_gets_the_outbox_and_keeps_its_flows(tmp_path: Path) -> None:
+def test_a_version_6_database_gets_the_outbox_and_keeps_its_flows(tmp_path: Path) -> None:
     db = tmp_path / "dex.db"
     with DexTestEnv(db, start=0.0) as env:
         env.run(ProfileFlow(), {"credits": 1}, "before")
     conn = sqlite3.connect(db)
-    conn.execute("DROP TABLE attribute_sync")  # what version 5 was
-    conn.execute("PRAGMA user_version = 5")
+    conn.execute("DROP TABLE attribute_sync")  # what version 6 was
+    conn.execute("PRAGMA user_version = 6")
     conn.commit()
     conn.close()
     Store(db).close()  # the first open migrates it
