@@ -252,6 +252,15 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.results import (
         StopType as StopType,
     )
+    from dexcli.sdk.results import (
+        TimeTravelOptions as TimeTravelOptions,
+    )
+    from dexcli.sdk.results import (
+        TimeTravelStepMethod as TimeTravelStepMethod,
+    )
+    from dexcli.sdk.results import (
+        TimeTravelType as TimeTravelType,
+    )
     from dexcli.sdk.rpc import (
         RPCInvokeOptions as RPCInvokeOptions,
     )

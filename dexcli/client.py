@@ -23,6 +23,7 @@ from dexcli.engine import rpc
 from dexcli.engine.clock import Clock
 from dexcli.engine.core import Engine
 from dexcli.engine.runner import Runner
+from dexcli.engine.transitions.time_travel import TimeTravelRequest
 from dexcli.graph.checks import static_problems
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
@@ -45,6 +46,7 @@ from dexcli.sdk.results import (
     StartFlowOptions,
     StepCompletion,
     StopFlowOptions,
+    TimeTravelOptions,
 )
 from dexcli.sdk.rpc import RPCInvokeOptions
 from dexcli.sdk.search import SearchFlowsPage
@@ -134,6 +136,15 @@ class _Ops(WaitOps):
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
         self.engine.stop_flow(flow_id, options.type.name, options.reason)
+
+    def time_travel(self, flow_id: str, options: TimeTravelOptions) -> str:
+        when = options.history_event_time
+        if when is not None and when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return self.engine.time_travel(TimeTravelRequest(
+            _require_id(flow_id), options.type.name, None if when is None else when.timestamp(), options.step_type,
+            options.step_execution_id, None if options.step_method is None else options.step_method.name,
+            options.reason, options.skip_writes_reapply))
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self.engine.skip_timer(flow_id, str(step_execution_id), timer_id.condition_id, timer_id.condition_index)
@@ -279,6 +290,14 @@ class Client(_Closing):
     def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
 
+    def time_travel(self, flow_id: str, options: TimeTravelOptions) -> str:
+        """Create a new run of the flow from a point of its history; returns the new run id (the
+        flow id is unchanged). The old run, if it still runs, ends TERMINATED; it stays readable
+        as `<flow_id>$<run_id>`. FlowNotFoundError for no such flow, ValueError for selectors
+        that do not fit `options.type`, TimeTravelPointError (a DexServiceError) for a point the
+        history lacks."""
+        return self._ops.time_travel(flow_id, options)
+
     def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                    options: RPCInvokeOptions | None = None) -> Any:
         """Invoke an @rpc method of the registered flow on a running flow; returns its output.
@@ -408,6 +427,10 @@ class AsyncClient(_Closing):
 
     async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)
+
+    async def time_travel(self, flow_id: str, options: TimeTravelOptions) -> str:
+        """As Client.time_travel."""
+        return self._ops.time_travel(flow_id, options)
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                          options: RPCInvokeOptions | None = None) -> Any:

@@ -7,10 +7,13 @@ from dexcli.sdk.results import IdReusePolicy as IdReusePolicy
 from dexcli.sdk.results import StartFlowOptions as StartFlowOptions
 from dexcli.sdk.results import StopFlowOptions as StopFlowOptions
 from dexcli.sdk.results import StopType as StopType
+from dexcli.sdk.results import TimeTravelOptions as TimeTravelOptions
+from dexcli.sdk.results import TimeTravelStepMethod as TimeTravelStepMethod
+from dexcli.sdk.results import TimeTravelType as TimeTravelType
 from dexcli.sdk.subflow_options import SubFlowOptions as SubFlowOptions
 from dexcli.sdk.subflow_options import SubFlowReusePolicy as SubFlowReusePolicy
 
 __all__ = [
     "FlowTimeoutHandlerOptions", "FlowTimeoutPolicy", "IdReusePolicy", "StartFlowOptions", "StopFlowOptions",
-    "StopType", "SubFlowOptions", "SubFlowReusePolicy",
+    "StopType", "SubFlowOptions", "SubFlowReusePolicy", "TimeTravelOptions", "TimeTravelStepMethod", "TimeTravelType",
 ]

@@ -29,6 +29,7 @@ def _register() -> typer.Typer:
         run_cmds,
         start_cmds,
         stop_cmds,
+        time_travel_cmds,
         top_cmds,
         wait_cmds,
     )
@@ -46,6 +47,7 @@ def _register() -> typer.Typer:
     app.command()(stop_cmds.stop)
     app.command()(wait_cmds.rpc)
     app.command("skip-timer")(wait_cmds.skip_timer)
+    app.command("time-travel")(time_travel_cmds.time_travel)
     app.command()(attribute_wait_cmds.wait)
     app.command()(read_cmds.doctor)
     app.command()(admin_cmds.init)

@@ -67,6 +67,29 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
     return t
 
 
+def runs_lines(snap: dict[str, Any]) -> list[Text]:
+    """The flow id's runs, oldest first, when it has more than one: which came from which (a
+    time travel, an id reuse), which is current, and how to show an earlier one."""
+    runs = snap.get("runs") or []
+    if len(runs) < 2:
+        return []
+    base = runs[-1]["flowId"].split("$", 1)[0]
+    out = [Text(" Runs", style="bold")]
+    for r in runs:
+        line = Text("  → " if r["shown"] else "    ")
+        line.append(r["runId"], style="bold" if r["current"] else "")
+        line.append(f"  {r['status']}", style=STATUS_STYLE.get(r["status"], ""))
+        line.append(f"  started {r['startTime']}")
+        if r["previousRunId"]:
+            how = "time travel" if r["via"] == "timeTravel" else "id reuse"
+            line.append(f"  from {r['previousRunId'][:8]} by {how}", style="dim")
+        if r["current"]:
+            line.append("  current", style="dim")
+        out.append(line)
+    out.append(Text(f"    (dex inspect {base} --run-id RUN shows one)", style="dim"))
+    return out
+
+
 def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
@@ -81,6 +104,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if offset:
         meta.append(f" · its clock +{format_duration(offset)} ahead of real time", style="yellow")
     parts.append(meta)
+    parts.extend(runs_lines(snap))
     options = options_text(s)
     if options is not None:
         parts.append(options)
@@ -190,7 +214,10 @@ def _history_line(e: dict[str, Any]) -> Text:
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
     elif e["type"] == "RpcExecutionCompleted":
-        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
+        again = f" (re-applied from event {e['reappliedFromEventId']})" if e.get("reappliedFromEventId") else ""
+        line.append(f"{e['rpcName']} → {short_value(e.get('output'))}{again}", style="dim")
+    elif e["type"] == "TimeTravelFork":
+        line.append(time_travel_text(e), style="yellow")
     elif e["type"] == "TimerSkipped":
         line.append(f"timer {e.get('conditionId') or '#' + str(e['timerIndex'])}", style="dim")
     elif e["type"] == "StepWaitForCompleted":
@@ -203,6 +230,20 @@ def _history_line(e: dict[str, Any]) -> Text:
     elif e["type"] == "FlowTimedOut":
         line.append(history_text(e), style="yellow")
     return line
+
+
+def time_travel_text(e: dict[str, Any]) -> str:
+    """A TimeTravelFork event: the run it came from, the point, what runs again, why."""
+    point = {"BEGINNING": "the beginning", "HISTORY_EVENT_TIME": f"the time {e.get('historyEventTime')}"}.get(
+        e.get("timeTravelType", ""), e.get("targetStepExecutionId") or e.get("targetStepType") or "?")
+    if e.get("stepMethod"):
+        point += f" ({e['stepMethod'].lower().replace('_', '-')})"
+    text = f"from run {str(e.get('previousRunId'))[:8]}, to {point}: its events 1..{e.get('targetEventId')} kept"
+    if e.get("requeued"):
+        text += f", {', '.join(e['requeued'])} again"
+    if e.get("skipWritesReapply"):
+        text += ", later RPCs not re-applied"
+    return text + (f" · {e['reason']}" if e.get("reason") else "")
 
 
 def _outcome_style(outcome: str) -> str:

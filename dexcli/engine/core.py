@@ -51,6 +51,7 @@ from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
 from dexcli.engine.sync_attempt import SyncAttempt, halt
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.transitions.time_travel import TimeTravelRequest, check_request, time_travel
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError
@@ -554,6 +555,25 @@ class Engine:
             self.wake()
 
         self.drives.on_loop(stop)
+
+    def time_travel(self, req: TimeTravelRequest) -> str:
+        """A new run of the flow from a point of its history (transitions.time_travel); the old
+        run, if it still ran, is terminated and its attempts here fenced. Returns the new run id."""
+        check_request(req)  # ValueError before anything runs, as the official Client checks
+
+        def travel() -> str:
+            with self.store.tx() as tx:
+                done = time_travel(tx, req, self.fresh_now(req.flow_id), self.definitions)
+            if done.terminated is not None:
+                self.endings.after_close(req.flow_id, done.terminated)
+            self.scheduler.adopt(req.flow_id)
+            self.scheduler.closed(req.flow_id, reopened=True)
+            self.emit("flowTimeTravelled", req.flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
+                      requeued=list(done.requeued))
+            self.wake()
+            return done.run_id
+
+        return self.drives.on_loop(travel)
 
     def skip_timer(self, flow_id: str, step_execution_id: str, condition_id: str | None,
                    condition_index: int | None) -> None:

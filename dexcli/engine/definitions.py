@@ -71,6 +71,13 @@ class Definitions:
             return d
         raise FlowNotRegisteredError(f"flow type {flow_type} is not registered in this process")
 
+    def loadable(self, flow_type: str, flow_ref: str | None) -> FlowDefinition | None:
+        """The definition, or None when its code cannot be loaded here (what cannot is not kept)."""
+        try:
+            return self.get(flow_type, flow_ref)
+        except DexError:
+            return None
+
     def _add(self, flow: Flow[Any]) -> str:
         """Register a loaded flow unless its type already is (a Registry's other flows may have
         been registered from another load of the same reference); returns its flow type."""
@@ -92,7 +99,9 @@ class Definitions:
         if spec is None and step_type == TIMEOUT_STEP:
             spec = timeout_handler_spec(definition)
         if spec is None:
-            self.unloadable[flow_id] = f"step {step_type} is no longer in the flow"
+            self.unloadable[flow_id] = (f"step {step_type} is no longer in the flow (to go on with the code "
+                                        f"as it is: dex time-travel {flow_id} --to-step STEP, a step it has, "
+                                        "or --to-start)")
             return None
         return definition, spec
 

@@ -1,6 +1,7 @@
 """`dex doctor`: check the database's invariants and name every breach.
 
-  - attempts of a step are numbered 1..n with no gap; only the last may be RUNNING, and it is
+  - attempts of a step are numbered 1..n with no gap (after the old run's, for a step execution
+    a time travel queued again: TimeTravelFork's attemptsBefore); only the last may be RUNNING, and it is
     RUNNING exactly when the step is; a step with wait_for runs its WAIT_FOR attempts first
     (1..method_base once execute is queued) and at most one of them COMPLETED, its last (the
     Wait it returned); a COMPLETED step has one COMPLETED EXECUTE attempt, its last;
@@ -40,9 +41,12 @@ def check_flow(store: Store, flow: FlowRecord) -> list[str]:
     counts = _Counts(per_step("StepExecuteCompleted"), per_step("StepExecuteFailed"),
                      per_step("StepWaitForFailed"), _created(history))
     problems: list[str] = []
+    forks = [p for t, p in history if t == "TimeTravelFork"]
+    before: dict[str, int] = forks[-1].get("attemptsBefore", {}) if forks else {}
     for s in steps:
         problems += _check_step(f"{fid} {s.step_execution_id}", s,
-                                sorted(attempts.get(s.step_execution_id, []), key=lambda a: a.attempt), counts)
+                                sorted(attempts.get(s.step_execution_id, []), key=lambda a: a.attempt), counts,
+                                before.get(s.step_execution_id, 0))
     return problems + _check_closing(flow, steps, history)
 
 
@@ -66,11 +70,13 @@ def _created(history: list[Event]) -> set[str]:
             created.add(p["recoveryStepExecutionId"])
         elif type_ == "RpcExecutionCompleted":
             created.update(p.get("nextSteps", []))
+        elif type_ == "TimeTravelFork":  # queued again by a time travel (a start step of the code as it is now)
+            created.update(p.get("requeued", []))
     return created
 
 
-def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _Counts) -> list[str]:
-    problems = _check_attempts(where, s, atts)
+def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _Counts, before: int) -> list[str]:
+    problems = _check_attempts(where, s, atts, before)
     seid, status = s.step_execution_id, s.status.value
     completed, wait_failed = counts.completed[seid], counts.wait_failed[seid]
     # a wait_for that failed for good fails the step (StepWaitForFailed) unless its policy
@@ -90,13 +96,15 @@ def _check_step(where: str, s: StepRecord, atts: list[AttemptRecord], counts: _C
     return problems
 
 
-def _check_attempts(where: str, s: StepRecord, atts: list[AttemptRecord]) -> list[str]:
+def _check_attempts(where: str, s: StepRecord, atts: list[AttemptRecord], before: int = 0) -> list[str]:
+    """`before`: the attempts a step execution queued again by a time travel had in the old run
+    (its attempts here number after them)."""
     problems: list[str] = []
     status = s.status.value
     nums = [a.attempt for a in atts]
-    if nums != list(range(1, len(nums) + 1)):
-        problems.append(f"{where}: attempts are numbered {nums}, not 1..{len(nums)}")
-    if s.attempt != len(nums):
+    if nums != list(range(before + 1, before + len(nums) + 1)):
+        problems.append(f"{where}: attempts are numbered {nums}, not {before + 1}..{before + len(nums)}")
+    if s.attempt != before + len(nums):
         problems.append(f"{where}: step says attempt {s.attempt} but {len(nums)} attempt records exist")
     running = [a.attempt for a in atts if a.outcome is Outcome.RUNNING]
     if s.status is StepState.RUNNING:

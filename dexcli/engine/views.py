@@ -15,6 +15,7 @@ from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import SUBFLOW, TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
+    ARCHIVE_SEPARATOR,
     AttemptRecord,
     FlowRecord,
     HistoryRecord,
@@ -380,6 +381,28 @@ def history_event(e: HistoryRecord) -> dict[str, Any]:
     return {"eventId": e.event_id, "eventTime": iso(e.event_time), "type": e.type, **json.loads(e.payload)}
 
 
+def flow_runs(store: Store, flow_id: str) -> list[dict[str, Any]]:
+    """Every run of the flow id (`flow_id` may name an archived one, `<flow_id>$<run_id>`),
+    oldest first: each with the run it was made from and how (a time travel, or an id reuse
+    policy that let it take the id), and which one is the flow's current run."""
+    base = flow_id.split(ARCHIVE_SEPARATOR, 1)[0]
+    current = store.get_flow(base)
+    rows = store.read(lambda tx: tx.archived_runs(base)) + ([current] if current is not None else [])
+    out = []
+    for r in rows:
+        came: str | None = None
+        how: str | None = None
+        for e in store.history_of(r.flow_id):
+            if e.type == "TimeTravelFork":
+                came, how = json.loads(e.payload).get("previousRunId"), "timeTravel"
+            elif e.type == "FlowStarted" and json.loads(e.payload).get("previousRunId"):
+                came, how = json.loads(e.payload)["previousRunId"], "idReuse"
+        out.append({"runId": r.run_id, "flowId": r.flow_id, "status": r.status.value, "startTime": iso(r.start_time),
+                    "closeTime": iso(r.close_time), "current": r.flow_id == base, "shown": r.flow_id == flow_id,
+                    "previousRunId": came, "via": how})
+    return out
+
+
 def stream_message(m: StreamRecord) -> dict[str, Any]:
     return {"value": json.loads(m.value), "source": m.source, "createdTime": iso(m.created_time),
             "resumeToken": str(m.id)}
@@ -412,6 +435,7 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
+        "runs": flow_runs(store, flow_id),
         "state": state,
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it

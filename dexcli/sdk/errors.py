@@ -81,6 +81,14 @@ class FlowEndedError(FlowNotActiveOrNotFoundError):
     exit_code = 4
 
 
+class TimeTravelPointError(DexServiceError):
+    """Client.time_travel named a point its run's history does not have (no such step
+    execution or step type, no event at or after that time), or one the flow's code can no
+    longer run from: the server's INVALID_ARGUMENT, a DexServiceError. Bad input: exit 2."""
+
+    exit_code = 2
+
+
 class LongPollTimeoutError(DexServiceError):
     exit_code = 1
     sub_status = ErrorSubStatus.LONG_POLL_TIMEOUT

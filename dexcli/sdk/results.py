@@ -181,3 +181,33 @@ class StopType(enum.Enum):
 class StopFlowOptions:
     type: StopType = StopType.CANCEL
     reason: str | None = None
+
+
+class TimeTravelType(enum.Enum):
+    """Where in a flow's history time travel starts its new run (the official SDK's members)."""
+
+    BEGINNING = "beginning"  # the flow's start
+    HISTORY_EVENT_TIME = "history_event_time"  # the first event at or after a time
+    STEP_TYPE = "step_type"  # the latest execution of a step type
+    STEP_EXECUTION_ID = "step_execution_id"  # one step execution (with a step method)
+
+
+class TimeTravelStepMethod(enum.Enum):
+    """Which method of the chosen step execution the new run runs again."""
+
+    WAIT_FOR = "wait_for"  # its wait_for and everything after it
+    EXECUTE = "execute"  # its wait_for's result kept; its execute and everything after it
+
+
+@dataclass(frozen=True)
+class TimeTravelOptions:
+    """Client.time_travel's options: the point (`type` and its one selector), a reason, and
+    whether the RPCs that came after the point are left out of the new run."""
+
+    type: TimeTravelType
+    history_event_time: datetime | None = None
+    step_type: str | None = None
+    step_execution_id: str | None = None
+    step_method: TimeTravelStepMethod | None = None
+    reason: str | None = None
+    skip_writes_reapply: bool = False

@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from dexcli.store.indexed import FLOWS_WITH_TIMEOUT
-from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
+from dexcli.store.records import (
+    FLOW_COLUMNS,
+    HISTORY_COLUMNS,
+    STEP_COLUMNS,
+    FlowRecord,
+    HistoryRecord,
+    StepRecord,
+    db_of,
+    flow_record,
+    history_record,
+    step_record,
+)
 
 ARCHIVE_SEPARATOR = "$"
 
@@ -103,3 +114,57 @@ class RunStatements:
                        (archived, (new - old) << 24, old << 24, (old + 1) << 24))
         self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
         return archived
+
+    # --- a new run made from an archived one (time travel) ------------------------------------
+    def run_history(self, flow_id: str) -> list[HistoryRecord]:
+        """A run's events in order (as Store.history_of, inside this transaction)."""
+        rows = self.c.execute(
+            f"SELECT {HISTORY_COLUMNS} FROM history, (SELECT num << 24 AS base FROM flows WHERE flow_id = ?) "
+            "WHERE seq > base AND seq < base + 16777216 ORDER BY seq", (flow_id,)).fetchall()
+        return [history_record(r, db_of(self.c)) for r in rows]
+
+    def run_steps(self, flow_id: str) -> list[StepRecord]:
+        rows = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))
+        return [step_record(r, db_of(self.c)) for r in rows.fetchall()]
+
+    def archived_runs(self, flow_id: str) -> list[FlowRecord]:
+        """The earlier runs of a flow id, kept as `<flow_id>$<run_id>`, oldest first."""
+        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE substr(flow_id, 1, ?) = ? ORDER BY num",
+                              (len(flow_id) + 1, flow_id + ARCHIVE_SEPARATOR)).fetchall()
+        return [flow_record(r, db_of(self.c)) for r in rows]
+
+    def copy_history(self, source: str, target: str, last_event_id: int) -> None:
+        """Copy a run's events 1..last_event_id, ids and times as they were, to the (empty) history
+        of `target`."""
+        self.c.execute(
+            "INSERT INTO history (seq, flow_id, event_time, type, payload) "
+            "SELECT (t.num << 24) + (h.seq & 16777215), t.flow_id, h.event_time, h.type, h.payload "
+            "FROM history h, flows s, flows t WHERE s.flow_id = ? AND t.flow_id = ? "
+            "AND h.seq > s.num << 24 AND h.seq <= (s.num << 24) + ? ORDER BY h.seq", (source, target, last_event_id))
+
+    def copy_steps(self, source: str, target: str, seids: list[str]) -> None:
+        """Copy step executions (rows and ended attempts, as they are) from one run to another."""
+        if not seids:
+            return
+        marks = ",".join("?" for _ in seids)
+        cols = STEP_COLUMNS.split(", ")
+        select = ", ".join("?" if c == "flow_id" else c for c in cols)
+        self.c.execute(f"INSERT INTO steps ({STEP_COLUMNS}) SELECT {select} FROM steps "
+                       f"WHERE flow_id = ? AND step_execution_id IN ({marks})", (target, source, *seids))
+        rest = ("step_execution_id, attempt, owner, start_time, end_time, outcome, error_type, detail, heartbeats, "
+                "last_heartbeat, stream_writes, method, stack_trace")
+        self.c.execute(f"INSERT INTO ended_attempts (flow_id, {rest}) SELECT ?, {rest} FROM ended_attempts "
+                       f"WHERE flow_id = ? AND step_execution_id IN ({marks})", (target, source, *seids))
+
+    def carry_run(self, flow_id: str, clock_offset: float, completions: str, graceful: bool) -> None:
+        """What a new run takes over from the run it was made from: its clock, the outputs
+        collected up to the point it starts from, whether a step had asked to complete."""
+        self.c.execute("UPDATE flows SET clock_offset = ?, completions = ?, graceful = ? WHERE flow_id = ?",
+                       (clock_offset, completions, int(graceful), flow_id))
+
+    def number_attempts_after(self, flow_id: str, seid: str, attempts: int) -> None:
+        """A step execution queued again in a new run numbers its attempts after the `attempts`
+        the old run's row had (its handler still counts from 1: attempt - method_base), so a
+        late write of an old attempt can never pass for one of the new run's (the fence)."""
+        self.c.execute("UPDATE steps SET attempt = ?, method_base = ? WHERE flow_id = ? AND step_execution_id = ?",
+                       (attempts, attempts, flow_id, seid))

@@ -61,7 +61,9 @@ def test_resume_time_skip_of_a_flow_whose_waiting_step_is_gone_changes_nothing(t
 
     res = _dex(db, "resume", "w", "--time-skip")
     assert res.returncode == 2, (res.stdout, res.stderr)
-    assert res.stderr.strip() == "dex: error: cannot run flow w: step AwaitApproval is no longer in the flow"
+    assert res.stderr.strip() == ("dex: error: cannot run flow w: step AwaitApproval is no longer in the flow (to go "
+                                  "on with the code as it is: dex time-travel w --to-step STEP, a step it has, or "
+                                  "--to-start)")
     assert res.stdout == ""  # refused before its view began
     after = json.loads(_dex(db, "inspect", "w", "--json").stdout)
     assert after["history"] == before["history"]

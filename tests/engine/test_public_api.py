@@ -21,6 +21,7 @@ EXPECTED_ALL = [
     "Step", "StepCompletion", "StepExecutionId", "StepDecision", "StepDurability", "StepList", "StepMovement",
     "StepOptions", "StepOutput", "StopFlowOptions", "StopType", "Stream", "StreamMessage",
     "StreamMessagesPage", "SubFlow", "Timer", "TimerId", "ValueMappingError", "Wait", "WaitForFailurePolicy",
+    "TimeTravelOptions", "TimeTravelStepMethod", "TimeTravelType",
     "WorkerInvocationError", "dead_end", "force_complete", "force_complete_if_channels_empty", "force_fail",
     "go_to", "go_to_many", "graceful_complete", "heartbeat", "retry_after", "rpc",
     "BOOL", "BYTES", "DOUBLE", "INT64", "STRING", "Codec", "CodecRegistry", "JsonCodec", "Value", "WireKind",

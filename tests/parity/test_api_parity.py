@@ -71,6 +71,7 @@ SIGNATURES = [
     "AsyncBufferedTextStream", "AsyncBufferedTextStream.write",
     "SubFlow.run", "SubFlow.get_condition_results", "SubFlow.get_flow_id", "SubFlowOptions",
     "SubFlowOptions.with_attribute",
+    "Client.time_travel", "AsyncClient.time_travel", "TimeTravelOptions",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:
@@ -274,7 +275,8 @@ def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[An
 # --- enums -----------------------------------------------------------------------------------
 
 ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "FlowTimeoutPolicy", "StopType", "StepDurability",
-         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode", "SubFlowReusePolicy"]
+         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode", "SubFlowReusePolicy",
+         "TimeTravelType", "TimeTravelStepMethod"]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=gap(f"enum-{n}")) for n in ENUMS])

@@ -141,7 +141,8 @@ def test_health_info_has_the_official_fields() -> None:
 
 
 @pytest.mark.parametrize("name", ["BufferedTextStream", "AsyncBufferedTextStream", "Stream", "HealthInfo",
-                                  "ErrorSubStatus", "ActiveStepSearchMode"])
+                                  "ErrorSubStatus", "ActiveStepSearchMode", "TimeTravelOptions",
+                                  "TimeTravelType", "TimeTravelStepMethod"])
 def test_the_same_public_members(name: str) -> None:
     def public(cls: type) -> set[str]:
         return {n for n in dir(cls) if not n.startswith("_")}

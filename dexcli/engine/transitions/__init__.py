@@ -17,7 +17,8 @@ and the caller's transaction is rolled back.
 
 Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
 cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
-flow timeout's firing in `timeouts`."""
+flow timeout's firing in `timeouts`; a time travel (a new run from the current run's history,
+the old run retired with `flows.retire_run`, which id reuse uses too) in `time_travel`."""
 
 from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions import waiting

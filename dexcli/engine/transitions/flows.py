@@ -175,10 +175,17 @@ def make_room(tx: Tx, existing: FlowRecord, policy: str, new_run_id: str, now: f
         raise FlowAlreadyStartedError(
             f"flow {existing.flow_id} already exists ({existing.status.value}, {existing.flow_type}); "
             f"id reuse policy {policy} refuses a new run")
-    terminated = None
+    return retire_run(tx, existing, now, Closed(
+        FlowState.TERMINATED, None, f"terminated: run {new_run_id} took the flow id (ALLOW_TERMINATE_IF_RUNNING)"))
+
+
+def retire_run(tx: Tx, existing: FlowRecord, now: float, ending: Closed) -> Reused:
+    """A run leaves its flow id to a new run (id reuse, time travel; any way a flow id gets a
+    new run): closed as `ending` if it still runs, then archived under `<flow_id>$<run_id>`
+    with its steps and history. The returned record's `terminated` is `ending` if it closed it."""
+    ended = None
     if existing.is_running:
-        terminated = Closed(FlowState.TERMINATED, None, f"terminated: run {new_run_id} took the flow id "
-                                                         "(ALLOW_TERMINATE_IF_RUNNING)")
-        close(tx, existing.flow_id, now, terminated)
+        close(tx, existing.flow_id, now, ending)
+        ended = ending
     archived = tx.archive_run(existing.flow_id, existing.run_id)
-    return Reused(existing.run_id, archived, terminated)
+    return Reused(existing.run_id, archived, ended)
