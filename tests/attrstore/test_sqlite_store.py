@@ -4,6 +4,7 @@ keeps seeing (its own attributes, never the store)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,21 @@ def test_a_flow_naming_an_unknown_store_keeps_its_projections_pending_and_says_w
     sync.names_of = lambda _flow_id: ["a"]  # the FlowConfig fixed: the retry writes it
     env.drive(["f"], until=lambda: "f" in rows(a))
     assert rows(a)["f"]["email"] == "x@example.com"
+
+
+def test_a_time_travelled_run_projects_the_attributes_it_restores(env: DexTestEnv, tmp_path: Path) -> None:
+    from dexcli import TimeTravelOptions, TimeTravelType
+    from dexcli.sdk.results import StartFlowOptions
+    from tests.attrstore.stores import credits as credits_attr
+
+    a = sqlite_store(tmp_path / "a.db")
+    env.engine.use_attribute_stores(config(a=a))
+    env.client.start_flow(ProfileFlow(), "f", {"email": "x@example.com"},
+                          StartFlowOptions().with_attribute(credits_attr, 1))
+    env.client.wait_for_flow("f")
+    assert rows(a)["f"]["credits"] == 1
+    with sqlite3.connect(a) as c:
+        c.execute("UPDATE profiles SET credits = 99")  # the store drifted (someone else wrote it)
+    env.client.time_travel("f", TimeTravelOptions(TimeTravelType.BEGINNING))
+    env.client.wait_for_flow("f")
+    assert rows(a)["f"]["credits"] == 1  # the new run's restored attribute went to the store again
