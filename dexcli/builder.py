@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dexcli.engine import Engine
+from dexcli.engine.attribute_sync import AttributeStores
 from dexcli.engine.clock import Clock
 from dexcli.engine.definitions import Loader
 from dexcli.engine.faults import Faults
@@ -27,9 +28,15 @@ from dexcli.store import Store
 
 def build_engine(db: str | Path | Store, *, flows: Registry | Iterable[Flow[Any]] | None = None,
                  clock: Clock | None = None, allow_async_handlers: bool = True, faults: Faults | None = None,
-                 loader: Loader | None = None, owner: str | None = None) -> Engine:
-    """An engine on `db` (a Store, or a path it opens) with the clock given (default: real time)."""
+                 loader: Loader | None = None, owner: str | None = None,
+                 attribute_stores: AttributeStores | None = None) -> Engine:
+    """An engine on `db` (a Store, or a path it opens) with the clock given (default: real time);
+    `attribute_stores` (dex.toml's [attribute_store]) opened for it (AttributeStoreError if one
+    cannot be)."""
     store = db if isinstance(db, Store) else Store(db)
     registry = flows if isinstance(flows, Registry) else Registry(
         list(flows or []), checks=static_problems, allow_async_handlers=allow_async_handlers)
-    return Engine(store, clock or Clock(), registry, owner=owner, faults=faults, loader=loader)
+    engine = Engine(store, clock or Clock(), registry, owner=owner, faults=faults, loader=loader)
+    if attribute_stores is not None:
+        engine.use_attribute_stores(attribute_stores)
+    return engine

@@ -72,6 +72,7 @@ class DexTestEnv:
         return [json.loads(m.value) for m in self.store.stream_messages(flow_id, stream, limit=10**6)]
 
     def close(self) -> None:
+        self.engine.use_attribute_stores(None)
         self.store.close()
         if self._tmp is not None:
             self._tmp.cleanup()

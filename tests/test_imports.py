@@ -308,14 +308,14 @@ PENDING_RTC_KEEPERS = {"dexcli.engine.endings", "dexcli.engine.schedule", "dexcl
 PENDING_RTC_METHODS = {"arm", "attempt_ended", "attempt_started", "claim", "interrupted", "outputs_for", "reap",
                        "rearm", "runs_of", "start_attempt", "unrecorded"}
 PENDING_RTC_REACHED = {"commits", "drives", "emit", "endings", "faults", "host", "now", "offsets", "outputs",
-                       "owner", "runs", "scheduler", "stats", "unloadable", "wake"}
+                       "owner", "runs", "scheduler", "stats", "unloadable", "wake", "attribute_sync"}
 PENDING_RTC_NAMES = PENDING_RTC_METHODS | PENDING_RTC_REACHED
 
 # The face: what the CLI, Client/AsyncClient, Worker and DexTestEnv use of an Engine.
 FACE = {
     "store", "clock", "definitions", "events",
     "check_runnable", "start_flow", "start_flow_async", "drive", "drive_async", "change",
-    "invoke_rpc", "invoke_rpc_async", "release", "time_skip",
+    "invoke_rpc", "invoke_rpc_async", "release", "time_skip", "use_attribute_stores",
 }
 # The face's callers own the engine they built (dexcli.builder) or were given; no other module
 # (the engine's own helpers, the CLI's) keeps one: helpers get their collaborators and callbacks.

@@ -12,8 +12,12 @@ import sys
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dexcli.cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from dexcli.engine.attribute_sync import AttributeStores
 
 CONFIG_NAME = "dex.toml"
 DEFAULT_DB = Path("~/.dex/dex.db")
@@ -199,3 +203,78 @@ def clock_time(s: str | None) -> str:
     if t is None:
         return "-"
     return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")
+
+
+ATTRIBUTE_STORE_HELP = ("[attribute_store.stores.NAME] takes type (sqlite, the default, or postgres), table_name, "
+                        "and path (sqlite) or dsn (postgres)")
+
+
+def attribute_stores_setting() -> AttributeStores | None:
+    """dex.toml's [attribute_store]: the stores synced attributes project to (None: none set).
+
+        [attribute_store]
+        default = "profiles"              # the store of flows whose FlowConfig names none
+        [attribute_store.stores.profiles]
+        type = "sqlite"                   # the default; or "postgres"
+        path = "profiles.db"              # sqlite: relative to dex.toml; must exist, with its table
+        table_name = "user_profiles"
+        [attribute_store.stores.reporting]
+        type = "postgres"
+        dsn = "postgresql://user:password@host/database"
+        table_name = "public.flow_attributes"
+
+    With one store and no `default`, that store is the default. Anything else is a UsageError."""
+    from dexcli.engine.attribute_sync import AttributeStores
+    from dexcli.store.attribute_targets import KINDS, StoreSettings
+
+    cfg = find_config()
+    if cfg is None:
+        return None
+    section = read_config(cfg).get("attribute_store")
+    if section is None:
+        return None
+    where = f"{cfg}: [attribute_store]"
+    if not isinstance(section, dict):
+        raise UsageError(f"{where} must be a table")
+    unknown = set(section) - {"default", "stores"}
+    if unknown:
+        raise UsageError(f"{where} has unknown key {sorted(unknown)[0]!r} (it takes default and stores)")
+    stores = section.get("stores", {})
+    if not isinstance(stores, dict) or not stores:
+        raise UsageError(f"{where} names no stores; {ATTRIBUTE_STORE_HELP}")
+    settings = {}
+    for name, entry in stores.items():
+        here = f"{cfg}: [attribute_store.stores.{name}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{here} must be a table; {ATTRIBUTE_STORE_HELP}")
+        extra = set(entry) - {"type", "path", "dsn", "table_name"}
+        if extra:
+            raise UsageError(f"{here} has unknown key {sorted(extra)[0]!r}; {ATTRIBUTE_STORE_HELP}")
+        kind = entry.get("type", "sqlite")
+        if kind == "mysql":
+            raise UsageError(f"{here}: dex does not write to MySQL Attribute Stores (sqlite or postgres)")
+        if kind not in KINDS:
+            raise UsageError(f"{here}: type must be sqlite or postgres, got {kind!r}")
+        table = entry.get("table_name")
+        if not isinstance(table, str) or not table.strip():
+            raise UsageError(f"{here} needs table_name (the table dex writes; dex never creates it)")
+        needs, other = ("path", "dsn") if kind == "sqlite" else ("dsn", "path")
+        value = entry.get(needs)
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"{here}: a {kind} store needs {needs}")
+        if other in entry:
+            raise UsageError(f"{here}: a {kind} store takes {needs}, not {other}")
+        if kind == "sqlite":
+            p = Path(value).expanduser()
+            value = str(p if p.is_absolute() else cfg.parent / p)
+            if Path(value).resolve() == resolve_db(None)[0].resolve():
+                raise UsageError(f"{here}: path is the dex database itself; a store is a database of its own")
+            settings[name] = StoreSettings(name, kind, table, path=value)
+        else:
+            settings[name] = StoreSettings(name, kind, table, dsn=value)
+    default = section.get("default")
+    if default is None and len(settings) == 1:
+        default = next(iter(settings))
+    if default is not None and default not in settings:
+        raise UsageError(f"{where}: default {default!r} is not one of its stores ({', '.join(sorted(settings))})")
+    return AttributeStores(settings, default)

@@ -77,11 +77,18 @@ def engine_loader(ref: str) -> tuple[Flow[Any], ...]:
         raise FlowNotRegisteredError(str(exc)) from None
 
 
-def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None, owner: str | None = None) -> Engine:
+def build_engine(store: Store, *, time_skip: bool, faults: Faults | None = None, owner: str | None = None,
+                 attribute_stores: bool = False) -> Engine:
     """The one engine of a `dex` command, on the store it opened: flows it did not register
     itself load from their stored references. Its registry takes async handlers (dex runs them)
-    and checks each flow's source statically, as `dex graph` does."""
-    return build(store, clock=make_clock(time_skip), faults=faults, loader=engine_loader, owner=owner)
+    and checks each flow's source statically, as `dex graph` does. With `attribute_stores` (the
+    commands that write attributes), the Attribute Stores dex.toml names are opened: one that
+    cannot be is an AttributeStoreError (exit 5), as a Dex server refuses to start."""
+    from dexcli.cli.config import attribute_stores_setting
+
+    stores = attribute_stores_setting() if attribute_stores else None
+    return build(store, clock=make_clock(time_skip), faults=faults, loader=engine_loader, owner=owner,
+                 attribute_stores=stores)
 
 
 def exit_code_for(status: str) -> int:

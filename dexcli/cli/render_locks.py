@@ -72,7 +72,33 @@ def attribute_lines(snap: dict[str, Any]) -> list[Text]:
                 out += [_attribute_line(f"{name}[{k}]", v) for k, v in sorted(value.items())]
             else:
                 out.append(_attribute_line(name, value))
+    out += attribute_store_lines(snap)
     out += lock_lines(snap)
+    return out
+
+
+def attribute_store_lines(snap: dict[str, Any]) -> list[Text]:
+    """The Attribute Store panel: each synced attribute, the stores its latest value is in, or
+    why it is not there yet."""
+    rows: list[dict[str, Any]] = snap.get("state", {}).get("attributeStore") or []
+    if not rows:
+        return []
+    out = [Text(" Attribute Store", style="bold")]
+    for p in rows:
+        line = Text(f"   {p['key']} → ")
+        stores = ", ".join(p["stores"])
+        if p["status"] == "SYNCED":
+            line.append(f"synced to {stores}" if stores else "not projected (the flow's FlowConfig names no store)")
+        elif p["status"] == "SKIPPED":
+            line.append(f"skipped: {p['error']}", style="yellow")
+            if stores:
+                line.append(f" (written to {stores})")
+        else:
+            tries = f", {p['attempts']} failed attempt{'s' if p['attempts'] != 1 else ''}" if p["attempts"] else ""
+            line.append(f"pending{tries}", style="yellow")
+            if p["error"]:
+                line.append(f": {p['error']}")
+        out.append(line)
     return out
 
 

@@ -96,7 +96,7 @@ def run(
     _check_values(given)
     store = open_store()
     try:
-        engine = build_engine(store, time_skip=time_skip, faults=faults)
+        engine = build_engine(store, time_skip=time_skip, faults=faults, attribute_stores=True)
         definition = _checked_definition(engine, flow_obj, faults, flow, start_input, input is not None)
         plugin = _run_plugin(None if file else flow, definition, given)
         options = with_attributes(options, definition, attribute or [])
@@ -219,7 +219,7 @@ def resume(
         if not row.is_running:
             _show_ended(store, flow_id, json_out)
             raise typer.Exit(exit_code_for(row.status.value))
-        engine = build_engine(store, time_skip=time_skip)
+        engine = build_engine(store, time_skip=time_skip, attribute_stores=True)
         engine.check_runnable(flow_id)
         hints = hints_for(plugins().for_ref(row.flow_ref), flow_id)
         code = drive_flow(engine, out_console(), flow_id, mode=view_mode(json_out), time_skip=time_skip,
@@ -265,7 +265,7 @@ def worker(
         from dexcli.engine.process import process_owner
 
         owner = process_owner()
-        engine = build_engine(store, time_skip=time_skip, owner=owner)
+        engine = build_engine(store, time_skip=time_skip, owner=owner, attribute_stores=True)
         for flow in flows:
             _say_warnings(engine.definitions.registry.add(flow))
         code = run_worker(engine, out_console(), until_idle=until_idle, mode="json" if json_out else "lines",

@@ -81,7 +81,7 @@ def start(
     _check_values(given)
     store = open_store()
     try:
-        engine = build_engine(store, time_skip=False)
+        engine = build_engine(store, time_skip=False, attribute_stores=True)
         definition = _checked_definition(engine, flow_obj, parse_faults(None, None, None), flow, start_input,
                                          input is not None)
         plugin = _run_plugin(None if file else flow, definition, given)

@@ -45,7 +45,7 @@ def invoke_named_rpc(store: Store, flow_id: str, name: str, value: Any = _NOT_GI
     from dexcli.sdk.errors import WorkerInvocationError
 
     row = flow_or_not_found(store, flow_id)
-    engine = build_engine(store, time_skip=False)
+    engine = build_engine(store, time_skip=False, attribute_stores=True)
     if file is not None:
         flows = load_file_flows(file)
         given = engine.definitions.registry.add(flows[0] if len(flows) == 1 else pick_flow(flows, row.flow_type, file))

@@ -3,7 +3,8 @@
 `AttributeView` is one handler call's view: the snapshot read when it started (plain
 attributes, and the map instances it loads) plus its own staged writes, which it reads back.
 `apply_writes` commits staged writes in the handler's result transaction and keeps the search
-index of indexed attributes in step, and first what they overwrite for the step executions in
+index of indexed attributes in step (and marks the Attribute Store projections of synced ones:
+engine/attribute_sync.py writes them out after the commit), and first what they overwrite for the step executions in
 a method call (their retries read the attributes as the call began: `Tx.keep_call_snapshots`).
 """
 
@@ -31,6 +32,8 @@ class AttributeWrite:
     instance: str | None
     value: str | None  # JSON; None deletes
     index: Any  # the definition's AttributeIndex, or None
+    sync: bool = False  # the definition's sync_to_attribute_store: projected to the flow's Attribute Store
+    hard: bool = False  # the definition's hard_delete_on_null: never in history, gone for good once deleted
 
 
 def zero_value(value_type: Any) -> Any:
@@ -66,13 +69,18 @@ class AttributeView:
             self.delete(attribute, instance)
             return
         text = encode(from_jsonable(to_jsonable(value), declared.value_type))
+        if declared.hard_delete_on_null and isinstance(json.loads(text), (bool, int, float)):
+            raise ValueMappingError(f"hard-delete Attribute {declared.name} supports only string and object values, "
+                                    f"not {type(json.loads(text)).__name__}")
         key = physical_name(declared.name, instance)
-        self.writes[key] = AttributeWrite(key, declared.name, instance, text, declared.index)
+        self.writes[key] = AttributeWrite(key, declared.name, instance, text, declared.index,
+                                          declared.sync_to_attribute_store, declared.hard_delete_on_null)
 
     def delete(self, attribute: Any, instance: str | None) -> None:
         declared = self.declared(attribute)
         key = physical_name(declared.name, instance)
-        self.writes[key] = AttributeWrite(key, declared.name, instance, None, declared.index)
+        self.writes[key] = AttributeWrite(key, declared.name, instance, None, declared.index,
+                                          declared.sync_to_attribute_store, declared.hard_delete_on_null)
 
     def map_keys(self, attribute: Any) -> list[str]:
         declared = self.declared(attribute)
@@ -102,9 +110,11 @@ def initial_attributes(definition: FlowDefinition, options: Any) -> dict[str, At
 def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: float,
                  writer: str | None = None) -> dict[str, Any]:
     """Commit staged writes (and their index rows) of `writer` (a step execution, or None);
-    returns {key: value or None} for history."""
+    returns {key: value or None} for history. A hard-delete attribute's value is never kept
+    anywhere else: not in history, not in the snapshots of method calls (a retry reads it as it
+    is now, so a delete is final), and its delete removes its only copy."""
     upserts: dict[str, Any] = {}
-    tx.keep_call_snapshots(flow_id, list(writes), writer)
+    tx.keep_call_snapshots(flow_id, [k for k, w in writes.items() if not w.hard], writer)
     for w in writes.values():
         if w.value is None:
             tx.delete_attribute(flow_id, w.key)
@@ -114,7 +124,10 @@ def apply_writes(tx: Tx, flow_id: str, writes: dict[str, AttributeWrite], now: f
             value = None if w.value is None else json.loads(w.value)
             tx.set_search(flow_id, w.key, index_key(w.index, w.name), w.index.type.value,
                           index_values(w.index.type, value))
-        upserts[w.key] = None if w.value is None else json.loads(w.value)
+        if w.sync:  # its projection, in this transaction: not lost if the process dies after it
+            tx.mark_attribute_sync(flow_id, w.key, w.value, now)
+        if not w.hard:
+            upserts[w.key] = None if w.value is None else json.loads(w.value)
     return upserts
 
 

@@ -34,6 +34,7 @@ from typing import Any, overload
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
+from dexcli.engine.attribute_sync import AttributeStores, AttributeSync
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.changes import Change, SkipTimer, StopFlow
 from dexcli.engine.clock import Clock
@@ -99,6 +100,7 @@ class Engine:
         self.drives = Drives()  # which loop runs this engine; where other threads' calls go
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
         self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
+        self.attribute_sync: AttributeSync | None = None  # the Attribute Store's writer (use_attribute_stores)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
 
     # ------------------------------------------------------------------ facade -----------
@@ -122,6 +124,29 @@ class Engine:
         reason = self.unloadable.get(flow_id)
         if reason is not None:
             raise cannot_run(flow_id, reason)
+
+    @overload
+    def use_attribute_stores(self, config: AttributeStores) -> AttributeSync: ...
+    @overload
+    def use_attribute_stores(self, config: None) -> None: ...
+    def use_attribute_stores(self, config: AttributeStores | None) -> AttributeSync | None:
+        """Project synced attributes into these stores (dex.toml's [attribute_store]): each
+        is opened now (AttributeStoreError if one cannot be), and what the outbox holds (left
+        by a process that died) is written at once. The stores used before are closed first;
+        None closes them and projects nothing more (what is marked stays in the outbox)."""
+        if self.attribute_sync is not None:
+            self.store.on_attribute_sync(None)
+            self.attribute_sync.close()
+            self.attribute_sync = None
+        if config is None:
+            return None
+        sync = AttributeSync(self.store, config, self.clock.real,
+                             report=lambda line: log.warning("%s", line))
+        sync.open()
+        self.attribute_sync = sync
+        self.store.on_attribute_sync(sync.kick)
+        sync.kick()
+        return sync
 
     def now(self, flow_id: str | None = None) -> float:
         """The time on a flow's clock (real time plus the flow's offset), or real time."""

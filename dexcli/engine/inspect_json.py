@@ -149,7 +149,8 @@ def _state(snap: dict[str, Any]) -> dict[str, Any]:
             "queuedSteps": s["queuedSteps"], "pendingChannelMessages": pending, "completedSteps": s["completedSteps"],
             # dex's own forms of the same data, under their own names
             "attributesByName": s["attributes"], "attributeMaps": s["attributeMaps"],
-            "channelMessages": s["pendingChannelMessages"], "locks": s["locks"]}
+            "channelMessages": s["pendingChannelMessages"], "locks": s["locks"],
+            "attributeStore": s.get("attributeStore", [])}
 
 
 def _active(a: dict[str, Any], wait_for: dict[str, Any] | None) -> dict[str, Any]:

@@ -226,6 +226,8 @@ class Scheduler:
             clock.on_advance = self._skipped
         try:
             self._release_stopped()
+            if engine.attribute_sync is not None:  # projections left to write, and their retries' timers
+                engine.attribute_sync.kick()
             if flow_ids is not None:
                 self.find_unloadable(flow_ids)
             first = self._start_held(flow_ids)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dexcli.engine.attribute_projections import projections
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import SUBFLOW, TIMER
 from dexcli.sdk.errors import FlowNotFoundError
@@ -427,13 +428,15 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
     summary = flow_summary(row)
     summary["flowRef"] = row.flow_ref
     summary["input"] = _j(row.input)
+    state = flow_state(row, step_rows, pending, now, attrs, locks, by_step)
+    state["attributeStore"] = [p.as_json() for p in projections(store, flow_id)]  # synced attributes
     return {
         "summary": summary,
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
         "runs": flow_runs(store, flow_id),
-        "state": flow_state(row, step_rows, pending, now, attrs, locks, by_step),
+        "state": state,
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
         "subFlows": [sub_flow(c) for c in children],  # the children its waits started (SubFlows)

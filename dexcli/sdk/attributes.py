@@ -49,6 +49,20 @@ def search_keys(attributes: Iterable[Any]) -> set[str]:
     return {index_key(a.index, a.name) for a in attributes if getattr(a, "index", None) is not None}
 
 
+def check_hard_delete(definition: Any) -> None:
+    """The official SDK's rules for `hard_delete_on_null`: no index, no Attribute Store sync,
+    and a string or object value type (its value is never a number or a bool)."""
+    if not definition.hard_delete_on_null:
+        return
+    if definition.index is not None:
+        raise ValueError(f"hard-delete Attribute {definition.name} cannot use an index")
+    if definition.sync_to_attribute_store:
+        raise ValueError(f"hard-delete Attribute {definition.name} cannot use sync_to_attribute_store")
+    if definition.value_type in (bool, int, float):
+        raise TypeError(f"hard-delete Attribute {definition.name} supports only string and object values, "
+                        f"not {definition.value_type.__name__}")
+
+
 @dataclass(frozen=True)
 class AttributeLock:
     """A lock on an Attribute (or one AttributeMap instance) for a step method or an RPC."""
@@ -87,8 +101,7 @@ class Attribute(Generic[T]):
 
     def __post_init__(self) -> None:
         check_definition_name(self.name)
-        if self.hard_delete_on_null and (self.index is not None or self.sync_to_attribute_store):
-            raise ValueError(f"hard-delete Attribute {self.name} cannot use an index or sync_to_attribute_store")
+        check_hard_delete(self)
 
     def get(self, context: Any) -> T:
         """The value in this handler's snapshot (with its own staged writes), or the zero value."""
@@ -115,6 +128,7 @@ class AttributeMap(Generic[T]):
 
     def __post_init__(self) -> None:
         check_definition_name(self.name)
+        check_hard_delete(self)
         if self.index is not None and not self.index.index_key:
             raise ValueError(f"AttributeMap {self.name} index needs an explicit index_key")
 

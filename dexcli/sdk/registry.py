@@ -240,11 +240,6 @@ def build_definition(flow: Flow[Any], *, checks: StaticChecks | None = None,
     streams = _collect_streams(flow_type, schema, problems)
     channels = {c.name: c for c in schema.all() if isinstance(c, (Channel, ChannelMap))}
     attributes = {a.name: a for a in schema.attributes}
-    for a in attributes.values():
-        for option in ("hard_delete_on_null", "sync_to_attribute_store"):
-            if getattr(a, option, False):
-                problems.append(f"flow {flow_type}: {type(a).__name__} {a.name!r} sets {option}=True: dex does not "
-                                "run this yet (no blob store or Attribute Store locally); remove it to run here")
     rpc_problems: list[str] = []
     rpcs = collect_rpcs(flow, rpc_problems, allow_async=allow_async_handlers)
     problems.extend(f"flow {flow_type}: {p}" for p in rpc_problems)

@@ -213,6 +213,26 @@ CREATE TABLE IF NOT EXISTS attribute_snapshots (
     PRIMARY KEY (flow_id, step_execution_id, key)
 );
 
+-- Schema 7: the Attribute Store outbox (store/attribute_outbox.py). One row per synced
+-- attribute key of a flow: marked PENDING in the transaction of the attribute's write, SYNCED
+-- once every store of the flow has its latest value (kept: inspect shows where it went).
+CREATE TABLE IF NOT EXISTS attribute_sync (
+    flow_id     TEXT NOT NULL,
+    key         TEXT NOT NULL,              -- the attribute's physical key (the store's column)
+    value       TEXT,                       -- JSON; NULL: deleted (projects SQL NULL)
+    seq         INTEGER NOT NULL,           -- bumped by each write: a drain deletes only what it wrote
+    written     REAL NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'PENDING',  -- PENDING, SYNCED, or SKIPPED (a store cannot take it)
+    stores      TEXT,                       -- JSON list of the stores it was last written to
+    owner       TEXT,                       -- the process writing it to the stores now
+    lease_until REAL,
+    attempts    INTEGER NOT NULL DEFAULT 0, -- failed writes since the last attribute write
+    next_at     REAL NOT NULL,              -- when it is due (a retry's backoff)
+    error       TEXT,                       -- the last failure, or why it was skipped
+    PRIMARY KEY (flow_id, key)
+);
+CREATE INDEX IF NOT EXISTS attribute_sync_due ON attribute_sync(next_at) WHERE status = 'PENDING';
+
 -- Small state an example owns (the polling example's simulated jobs).
 CREATE TABLE IF NOT EXISTS kv (
     ns    TEXT NOT NULL,

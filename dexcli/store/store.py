@@ -60,6 +60,9 @@ class Store:
         self.deferred = 0  # transactions applied and not yet committed (tx(durable=False))
         self.commit_seconds = 0.0  # time spent in COMMIT statements (the WAL writes), for bench/
         self._lock = threading.RLock()
+        # Attribute Store projections marked since the last COMMIT; committed and not yet told
+        self._synced = self._committed_synced = False
+        self._on_synced: Callable[[], None] | None = None
 
         def upgrade() -> None:
             Store(path, synchronous=synchronous, create=False, busy_timeout=busy_timeout).close()
@@ -112,23 +115,38 @@ class Store:
                 raise
             if nested:
                 self._conn.execute("RELEASE joined")
+            self._synced = self._synced or tx.synced_attributes
             if durable:
                 self._commit()
             else:
                 self.deferred += 1
+        self._tell_synced()
 
     def commit_deferred(self) -> None:
         """Commit the transactions `tx(durable=False)` left open (nothing when there are none)."""
         with self._lock:
             if self.deferred:
                 self._commit()
+        self._tell_synced()
+
+    def on_attribute_sync(self, fn: Callable[[], None] | None) -> None:
+        """Call `fn` after each COMMIT that marked Attribute Store projections (outside the
+        store's lock, on the committing thread): the engine's drainer writes them out."""
+        self._on_synced = fn
+
+    def _tell_synced(self) -> None:
+        if self._committed_synced and self._on_synced is not None:
+            self._committed_synced = False
+            self._on_synced()
 
     def _commit(self) -> None:
         t0 = time.perf_counter()
         try:
             self._conn.execute("COMMIT")
+            self._committed_synced = self._committed_synced or self._synced
         finally:
             self.deferred = 0  # a COMMIT that fails is rolled back (see connection.py)
+            self._synced = False
         self.commit_seconds += time.perf_counter() - t0
         self.commits += 1
 

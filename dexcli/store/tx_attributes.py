@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from dexcli.store import attribute_outbox
 from dexcli.store.records import db_of, json_value
 
 LOCK_RETRY_SECONDS = 1.0  # a step waiting on a lock looks again at least this often
@@ -41,6 +42,12 @@ def _loaded(loads: tuple[str, ...]) -> Callable[[str, str, str | None], bool]:
 
 class AttributeStatements:
     c: sqlite3.Connection
+    synced_attributes = False  # this transaction marked Attribute Store projections (the store tells after COMMIT)
+
+    def mark_attribute_sync(self, flow_id: str, key: str, value: str | None, now: float) -> None:
+        """A synced attribute's write: its projection joins the outbox in this transaction."""
+        attribute_outbox.mark(self.c, flow_id, key, value, now)
+        self.synced_attributes = True
 
     def attributes_of(self, flow_id: str, loads: tuple[str, ...] = ()) -> dict[str, str]:
         """Plain attributes, and the AttributeMap instances `loads` names (`name/` for every

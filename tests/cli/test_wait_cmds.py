@@ -277,7 +277,8 @@ def test_steps_without_wait_for_have_no_wait_for_key(cli: Cli) -> None:
                              "activeStepExecutions": [], "queuedSteps": [], "pendingChannelMessages": {},
                              "completedSteps": [{"completedStepType": "Third", "completedStepExecutionId": "Third-1",
                                                  "completedStepOutput": 7}],
-                             "attributesByName": {}, "attributeMaps": [], "channelMessages": {}, "locks": []}
+                             "attributesByName": {}, "attributeMaps": [], "channelMessages": {}, "locks": [],
+                             "attributeStore": []}
 
 
 # ------------------------------------------------------------------------------ live view ---

@@ -97,7 +97,8 @@ CASES = [
     Case("reject_rpc_unannotated_input", "reject", "input must be annotated"),
     # deliberate differences: refused by dexcli at registration, by a Dex server later
     Case("stricter_short_heartbeat", "stricter"),
-    Case("stricter_attribute_store", "stricter"),
+    Case("attribute_store_synced", "accept"),
+    Case("hard_delete_attribute", "accept"),
 ]
 
 

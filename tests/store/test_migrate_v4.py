@@ -51,6 +51,7 @@ def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path)
     before = inspect(db, "three-done")  # the first open migrates it
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert conn.execute("SELECT COUNT(*) FROM attribute_sync").fetchone() == (0,)  # schema 7's outbox
     conn.close()
     events = before["history"]["events"]
     assert [e["eventId"] for e in events] == [str(i) for i in range(1, len(events) + 1)]  # counted per flow

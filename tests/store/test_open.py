@@ -14,7 +14,8 @@ from dexcli.store import SCHEMA_VERSION, FlowState, Store, StoreError
 from tests.store.builders import add_flow, raw
 
 TABLES = {"meta", "flows", "steps", "ended_attempts", "history", "stream_messages", "stream_usage", "kv",
-          "channel_messages", "attributes", "search_attributes", "attribute_locks", "attribute_snapshots"}
+          "channel_messages", "attributes", "search_attributes", "attribute_locks", "attribute_snapshots",
+          "attribute_sync"}
 
 
 def _tables(path: Path) -> set[str]:

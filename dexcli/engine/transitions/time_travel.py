@@ -332,7 +332,8 @@ def _writes(values: dict[str, Any], definition: FlowDefinition | None) -> dict[s
         name, _, instance = key.partition("/")
         attr = definition.attributes.get(name) if definition is not None else None
         out[key] = AttributeWrite(key, name, unquote(instance) if instance else None,
-                                  None if value is None else json.dumps(value), getattr(attr, "index", None))
+                                  None if value is None else json.dumps(value), getattr(attr, "index", None),
+                                  getattr(attr, "sync_to_attribute_store", False))  # the new run's projection
     return out
 
 
