@@ -119,13 +119,12 @@ def test_a_resume_killed_after_a_cli_time_travel_is_resumed_and_finishes_once(tm
     killed = subprocess.run([sys.executable, "-c", (
         "import os, sys\n"
         "from dexcli.cli.driver import build_engine\n"
-        "from dexcli.engine.runner import Runner\n"
         "from dexcli.store import Store\n"
         "store = Store(sys.argv[1])\n"
         "engine = build_engine(store, time_skip=True)\n"
         # SIGKILL itself once the new run's First-1 has completed: mid-drive, after a commit
-        "engine.listeners.append(lambda e: e.type == 'stepCompleted' and os.kill(os.getpid(), 9))\n"
-        f"Runner(engine).drive([{FLOW_ID!r}])\n"), str(db)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        "engine.events.listeners.append(lambda e: e.type == 'stepCompleted' and os.kill(os.getpid(), 9))\n"
+        f"engine.drive([{FLOW_ID!r}])\n"), str(db)], cwd=ROOT, env=ENV, capture_output=True, text=True,
         timeout=STEP_TIMEOUT)
     assert killed.returncode == -9, killed.stderr
     mid = snapshot(db, FLOW_ID, doctor=False)
