@@ -19,7 +19,7 @@ from dexcli.cli.shown import shown, shown_data
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord
 
-STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
 SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 

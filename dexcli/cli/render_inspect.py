@@ -66,6 +66,20 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
     return t
 
 
+def runs_line(snap: dict[str, Any]) -> Text | None:
+    """A continue-as-new chain: its runs, first to last, the one shown marked, each with the id
+    `dex inspect` reads it by."""
+    runs = snap.get("runs") or []
+    if not runs:
+        return None
+    line = Text(f" Runs:    {len(runs)} (continue-as-new): ", style="bold")
+    for i, r in enumerate(runs):
+        status = r["flowStatus"].removeprefix("FLOW_STATUS_")
+        line.append(" → " if i else "")
+        line.append(f"{r['inspectId']} {status}", style="bold" if r["inspected"] else "dim")
+    return line
+
+
 def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
@@ -83,6 +97,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     options = options_text(s)
     if options is not None:
         parts.append(options)
+    runs = runs_line(snap)
+    if runs is not None:
+        parts.append(runs)
     if s["completions"]:
         results = ", ".join(brief_json(c["output"], INSPECT_VALUE_LIMIT) for c in s["completions"])
         parts.append(Text(" Result:  " + results, style="green"))
@@ -187,6 +204,12 @@ def _history_line(e: dict[str, Any]) -> Text:
         line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
+        if e.get("continuedToRunId"):
+            line.append(f" → run {e['continuedToRunId']} ({e.get('reason', '')})", style="dim")
+    elif e["type"] == "FlowContinued":
+        carried = [x["stepExecutionId"] for x in e.get("stepsToStart", []) + e.get("stepsToResume", [])]
+        line.append(f"continued from run {e['previousRunId']} with {', '.join(carried) or 'no open step'} "
+                    f"({e.get('reason', '')})", style="dim")
     elif e["type"] == "RpcExecutionCompleted":
         line.append(f"{e['rpcName']} → {short_value(e.get('output'))}", style="dim")
     elif e["type"] == "TimerSkipped":

@@ -552,3 +552,24 @@ class Engine:
             self.wake()
 
         self.drives.on_loop(skip)
+
+    def update_flow_config(self, flow_id: str, fields: dict[str, Any]) -> None:
+        """Merge FlowConfig fields (dexcli.engine.flow_config, already checked) into a running
+        flow's: the methods leased from now on, and the next threshold check, read it."""
+        def update() -> None:
+            with self.store.tx() as tx:
+                t.continuing.update_config(tx, flow_id, fields)
+
+        self.drives.on_loop(update)
+
+    def continue_as_new(self, flow_id: str, reason: str) -> str:
+        """Roll a running flow over into a new run now (transitions/continuing.py); the new
+        run's id."""
+        def roll() -> str:
+            with self.store.tx() as tx:
+                done = t.continuing.continue_as_new(tx, flow_id, self.fresh_now(flow_id), reason)
+            self.emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id)
+            self.wake()
+            return done.run_id
+
+        return self.drives.on_loop(roll)

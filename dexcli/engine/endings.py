@@ -87,8 +87,8 @@ class Endings:
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             engine.scheduler.wake(for_stop_only=run.handed_on)
 
-        # ASYNC durability (StepOptions.execute_durability): acknowledged before it is persistent
-        return self._unit(apply, done, durable=run.opts.durability != "ASYNC")
+        # ASYNC durability (the method's, or its flow's FlowConfig): acknowledged before it is persistent
+        return self._unit(apply, done, durable=run.leased.durability != "ASYNC")
 
     def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
         engine = self.engine

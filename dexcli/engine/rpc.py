@@ -31,6 +31,7 @@ from dexcli.engine.definitions import Definitions
 from dexcli.engine.outcome import error_identity, next_step
 from dexcli.engine.transitions import NextStep, queue_step
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.transitions.continuing import when_due
 from dexcli.sdk.channels import ChannelMessage, physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable, to_jsonable
 from dexcli.sdk.errors import (
@@ -348,6 +349,8 @@ def commit(tx: Tx, spec: RpcSpec, flow_id: str, input_value: Any, ctx: RpcContex
         **({"upsertAttributes": upserts} if upserts else {}),
     })
     woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
+    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
+        when_due(tx, flow_id, now)
     return RpcApplied(tuple(canceled), tuple(started), tuple(woken))
 
 

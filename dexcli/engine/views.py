@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
+from dexcli.engine.flow_config import shown as shown_config
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -37,19 +38,15 @@ def flow_duration(flow: FlowRecord) -> float | None:
     return None if flow.close_time is None else round(flow.close_time - flow.start_time, 3)
 
 
-FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6}
+FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6, "CONTINUED_AS_NEW": 7}
 """The server's FlowStatus numbers (protos/dex.proto), the Dex CLI's `flowStatusCode`."""
-
-FLOW_CONFIG = {"stepDurability": "STEP_DURABILITY_SYNC"}
-"""`state.flowConfig`: what dex runs every flow with (every step SYNC, no continue-as-new); the
-server's default is ASYNC with a continue-as-new threshold of 100."""
 
 
 def flow_summary(flow: FlowRecord) -> dict[str, Any]:
     return {
         "flowId": flow.flow_id,
         "runId": flow.run_id,
-        "firstRunId": flow.run_id,  # the first run of a continue-as-new chain: dex has no continue-as-new
+        "firstRunId": flow.chain_first_run_id,  # the first run of its continue-as-new chain
         "flowType": flow.flow_type,
         "flowStatus": flow.status.value,
         "flowStatusCode": FLOW_STATUS_CODES[flow.status.value],
@@ -355,7 +352,7 @@ def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[st
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
     completed = [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
                   "completedStepOutput": c["output"]} for c in _j(flow.completions) or []]
-    return {"flowConfig": FLOW_CONFIG, "activeStepExecutions": active, "queuedSteps": queued,
+    return {"flowConfig": shown_config(flow.config), "activeStepExecutions": active, "queuedSteps": queued,
             "pendingChannelMessages": messages, **attribute_values(attribute_rows or []), "locks": locks.as_json(),
             "completedSteps": completed}
 
@@ -367,6 +364,14 @@ def history_event(e: HistoryRecord) -> dict[str, Any]:
 def stream_message(m: StreamRecord) -> dict[str, Any]:
     return {"value": json.loads(m.value), "source": m.source, "createdTime": iso(m.created_time),
             "resumeToken": str(m.id)}
+
+
+def run_summary(run: FlowRecord, current: FlowRecord) -> dict[str, Any]:
+    """One run of a continue-as-new chain, as `runs` lists them: where it is kept (`dex inspect
+    ID` reads it), its status and times."""
+    return {"runId": run.run_id, "inspectId": run.flow_id, "flowStatus": f"FLOW_STATUS_{run.status.value}",
+            "startTime": iso(run.start_time), "closeTime": iso(run.close_time),
+            "inspected": run.flow_id == current.flow_id}
 
 
 def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
@@ -395,6 +400,7 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
         "state": flow_state(row, step_rows, pending, now, attrs, locks, by_step),
+        "runs": [run_summary(r, row) for r in store.runs_of(row)],
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
     }

@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -434,6 +434,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP INDEX IF EXISTS steps_open", "DROP INDEX IF EXISTS history_by_flow",
         "ALTER TABLE flows ADD COLUMN num INTEGER", "UPDATE flows SET num = rowid",
         "ALTER TABLE history RENAME TO old_history",
+    ),
+    # 6: a run's FlowConfig, and the continue-as-new chain it belongs to (transitions/continuing.py)
+    5: (
+        "ALTER TABLE flows ADD COLUMN flow_config TEXT",
+        "ALTER TABLE flows ADD COLUMN first_run_id TEXT",
+        "ALTER TABLE flows ADD COLUMN step_numbers TEXT",
     ),
 }
 # After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 from dexcli.store.query import Compare, Literal, Logical, Node, Not, Query, QueryError
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
-# Temporal's other ExecutionStatus values: valid in a query, no local run has them
+# Temporal's other ExecutionStatus values, in their spellings: valid in a query (an earlier run of a
+# continue-as-new chain is CONTINUED_AS_NEW; no local run is TIMED_OUT)
 NO_LOCAL_RUN = {"CONTINUEDASNEW": "CONTINUED_AS_NEW", "TIMEDOUT": "TIMED_OUT"}
 SET_OPS = ("=", "!=", "<", "<=", ">", ">=", "BETWEEN", "STARTS_WITH")  # read from index rows as one set
 TEXT_TYPES = ("keyword", "keyword_array", "full_text")

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS flows (
     run_id        TEXT NOT NULL,
     flow_type     TEXT NOT NULL,
     flow_ref      TEXT,                 -- how to load the code: name:polling | file:/p.py:Cls
-    status        TEXT NOT NULL,        -- RUNNING COMPLETED FAILED CANCELED TERMINATED
+    status        TEXT NOT NULL,        -- RUNNING COMPLETED FAILED CANCELED TERMINATED CONTINUED_AS_NEW
     input         TEXT,
     request_id    TEXT,
     start_time    REAL NOT NULL,
@@ -27,7 +27,11 @@ CREATE TABLE IF NOT EXISTS flows (
     timeout_handler_options TEXT,       -- handle_timeout's ResolvedOptions JSON (HANDLER)
     start_delay   REAL,                 -- StartFlowOptions.start_delay (seconds)
     id_reuse_policy TEXT,               -- the IdReusePolicy it was started with
-    num           INTEGER               -- the flow's number: its history's keys (see history)
+    num           INTEGER,              -- the flow's number: its history's keys (see history)
+    -- FlowConfig and continue-as-new (schema 6):
+    flow_config   TEXT,                 -- the run's FlowConfig as set (protojson keys, JSON); NULL: dex's defaults
+    first_run_id  TEXT,                 -- the first run of its continue-as-new chain; NULL: this run
+    step_numbers  TEXT                  -- {stepType: n, "": all} step executions numbered by earlier runs of the chain
 );
 CREATE UNIQUE INDEX IF NOT EXISTS flows_by_num ON flows(num);
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);

@@ -69,6 +69,8 @@ SIGNATURES = [
     "Client.health_check", "AsyncClient.health_check", "AsyncClient.describe_flow", "HealthInfo",
     "Stream.buffered_text", "BufferedTextStream", "BufferedTextStream.write", "BufferedTextStream.flush",
     "AsyncBufferedTextStream", "AsyncBufferedTextStream.write",
+    "FlowConfig", "Client.update_flow_config", "AsyncClient.update_flow_config", "Client.trigger_continue_as_new",
+    "AsyncClient.trigger_continue_as_new",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:

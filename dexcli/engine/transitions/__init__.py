@@ -17,10 +17,11 @@ and the caller's transaction is rolled back.
 
 Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped timer,
 cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
-flow timeout's firing in `timeouts`."""
+flow timeout's firing in `timeouts`; a client's FlowConfig update and continue-as-new (by a
+client or the FlowConfig threshold) in `continuing`."""
 
 from dexcli.engine.deadlines import method_options
-from dexcli.engine.transitions import waiting
+from dexcli.engine.transitions import continuing, waiting
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
@@ -79,6 +80,7 @@ __all__ = [
     "close",
     "complete",
     "complete_execute",
+    "continuing",
     "end_call",
     "fail",
     "fire_due",

@@ -82,7 +82,7 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
         {**_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
          **({"initialAttributes": initial} if initial else {})}))
     got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
-        tx, step, run_id, req.start.spec, req.definition)
+        tx, step, run_id, req.start.spec, req.definition, s.flow_config)
     return Started(run_id, True, got, previous.terminated if previous else None)
 
 

@@ -18,6 +18,7 @@ from dexcli.engine.deadlines import (
     timeout_detail,
 )
 from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions.continuing import when_due
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
     AttemptKey,
@@ -106,9 +107,12 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary_json, _GRACEFUL, (), len(created))  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
+    got = tuple(leased(tx, s, flow.run_id, n.spec, definition, flow.flow_config)
+                for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
+    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
+        when_due(tx, key.flow_id, now)
     return Completed(summary_json, None, got, len(created))
 
 

@@ -169,7 +169,8 @@ def _queue_execute(tx: Tx, step: StepRecord, results: dict[str, Any], definition
         assert fresh is not None and flow is not None
         found = definitions.step_for(flow.flow_id, flow.flow_type, flow.flow_ref, step.step_type)
         if found is not None:
-            runnable = Runnable(fresh, flow.status, flow.run_id, flow.flow_type, flow.flow_ref)
+            runnable = Runnable(fresh, flow.status, flow.run_id, flow.flow_type, flow.flow_ref,
+                                flow_config=flow.flow_config)
             leased = lease(tx, runnable, found[0], found[1], owner, now)
     return Woken(step.step_execution_id, results, leased)
 
