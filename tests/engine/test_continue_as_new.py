@@ -39,6 +39,7 @@ from dexcli import (
     graceful_complete,
     rpc,
 )
+from dexcli.engine.doctor import check
 from dexcli.testing import DexTestEnv
 
 count = Attribute("count", int)
@@ -155,6 +156,7 @@ def test_the_threshold_rolls_the_run_over_and_the_flow_finishes_right() -> None:
         assert types(middle)[0] == "FlowContinued" and middle["runs"] == [
             {**r, "inspected": r["inspectId"] == runs[1]["inspectId"]} for r in runs]
         assert middle["history"][0]["stepsToResume"][0]["stepExecutionId"] == "Loop-11"  # leased as it rolled
+        assert check(env.store) == ([], 3)  # every run's steps and history agree (dex doctor)
 
 
 def test_a_flow_that_continues_as_new_many_times_finishes_right() -> None:
@@ -231,6 +233,7 @@ def test_trigger_carries_waits_locals_attributes_messages_outputs_and_streams() 
         result = env.client.wait_for_flow("m")
         assert result.status is FlowStatus.COMPLETED
         assert [c.decode(str) for c in result.completions] == ["first", "kept 41"]
+        assert check(env.store) == ([], 2)
 
 
 def test_a_timer_carried_over_fires_when_it_was_due() -> None:
@@ -280,6 +283,7 @@ def test_an_attempt_running_when_the_run_rolls_over_commits_once_in_the_new_run(
         assert [s["stepExecutionId"] for s in snap["steps"]] == ["Rolling-1", "Rolling-2"]
         assert types(snap) == ["FlowContinued", "StepExecuteCompleted", "StepExecuteCompleted", "FlowClosed"]
         assert types(env.inspect(f"r${first}")) == ["FlowStarted", "FlowClosed"]
+        assert check(env.store) == ([], 2)
 
 
 def test_the_async_client_triggers_too() -> None:
