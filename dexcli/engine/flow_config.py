@@ -82,7 +82,7 @@ def config_fields(config: FlowConfig, where: str) -> dict[str, Any]:
         names = config.attribute_store_names
         if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
             raise TypeError(f"{where}: attribute_store_names takes a list of non-empty names")
-        out["attributeStoreNames"] = {"names": list(names)}
+        out["attributeStoreNames"] = {"names": list(names)} if names else {}  # protojson leaves an empty list out
     return out
 
 

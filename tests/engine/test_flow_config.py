@@ -187,7 +187,7 @@ def test_update_merges_the_fields_it_sets_and_keeps_the_others() -> None:
         env.client.update_flow_config("f", FlowConfig(attribute_store_names=[]))  # [] turns projections off
         assert env.inspect("f")["state"]["flowConfig"] == {
             "stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 50,
-            "continueAsNewPageSizeInBytes": 2048, "attributeStoreNames": {"names": []}}
+            "continueAsNewPageSizeInBytes": 2048, "attributeStoreNames": {}}
         flow = env.store.get_flow("f")
         assert flow is not None and flow.attribute_store_names == []
         env.client.update_flow_config("f", FlowConfig())  # nothing set: nothing changes
