@@ -5,7 +5,7 @@ the fields that were set: `activeStepSearchMode`, `continueAsNewThreshold`,
 `continueAsNewPageSizeInBytes`, `stepDurability`, `attributeStoreNames {names}`. A start's
 `config_override` is applied over dex's defaults; `Client.update_flow_config` merges the fields
 it sets over the run's (UpdateByAPI). `dex inspect --json` shows the run's config over dex's
-defaults as `state.flowConfig`.
+defaults as `state.flowConfig` (engine.views.FLOW_CONFIG_DEFAULTS).
 
 What each field does in dex:
 
@@ -14,8 +14,8 @@ What each field does in dex:
                                      (transitions/continuing.py)
     continue_as_new_page_size_bytes  0: 1 MiB. A new run's carried state is one transaction here,
                                      never paged: the size is checked, kept and shown
-    active_step_search_mode          kept and shown; dex's search indexes attributes only, never
-                                     active steps, so no mode changes what a search finds
+    active_step_search_mode          which of the run's active steps the search key ActiveStepTypes
+                                     sees (dexcli.store.query_sql): with a wait_for (default), all, none
     attribute_store_names            kept on the run (FlowRecord.attribute_store_names), for the
                                      Attribute Store's projections
     worker_target                    refused: every step runs in the process that drives its flow
@@ -34,10 +34,6 @@ from dexcli.sdk.options import ResolvedOptions, StepDurability
 DEFAULT_PAGE_SIZE = 1024 * 1024  # the server's DefaultContinueAsNewPageSizeInBytes
 MAX_PAGE_SIZE = 4 * 1024 * 1024  # a page is one gRPC message: the server refuses more than its limit (4 MiB)
 INT32_MAX = 2**31 - 1
-
-DEX_DEFAULTS: dict[str, Any] = {"stepDurability": "STEP_DURABILITY_SYNC"}
-"""What a run without a FlowConfig runs with (`state.flowConfig`): every method SYNC, no
-continue-as-new. The server's defaults are ASYNC and a threshold of 100."""
 
 _SEARCH_MODES = {ActiveStepSearchMode.DEFAULT: "ACTIVE_STEP_SEARCH_MODE_UNSPECIFIED",
                  ActiveStepSearchMode.ALL: "ACTIVE_STEP_SEARCH_MODE_ENABLED_FOR_ALL",
@@ -98,11 +94,6 @@ def merged(stored: str | None, update: dict[str, Any]) -> str | None:
     """The run's config once `update`'s fields replace its own (the server's UpdateByAPI)."""
     out = {**(json.loads(stored) if stored else {}), **update}
     return json.dumps(out) if out else None
-
-
-def shown(stored: dict[str, Any]) -> dict[str, Any]:
-    """`state.flowConfig`: the run's config over dex's defaults."""
-    return {**DEX_DEFAULTS, **stored}
 
 
 def flow_durability(stored: dict[str, Any]) -> str | None:

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
-from dexcli.engine.flow_config import shown as shown_config
 from dexcli.engine.wait_kinds import TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -40,6 +39,12 @@ def flow_duration(flow: FlowRecord) -> float | None:
 
 FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6, "CONTINUED_AS_NEW": 7}
 """The server's FlowStatus numbers (protos/dex.proto), the Dex CLI's `flowStatusCode`."""
+
+
+FLOW_CONFIG_DEFAULTS = {"stepDurability": "STEP_DURABILITY_SYNC"}
+"""What a run runs with where its FlowConfig sets nothing (every method SYNC, no continue-as-new
+threshold); the server's defaults are ASYNC and a threshold of 100. `state.flowConfig` is the
+run's FlowConfig (dexcli.engine.flow_config) over these."""
 
 
 def flow_summary(flow: FlowRecord) -> dict[str, Any]:
@@ -352,7 +357,7 @@ def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[st
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
     completed = [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
                   "completedStepOutput": c["output"]} for c in _j(flow.completions) or []]
-    return {"flowConfig": shown_config(flow.config), "activeStepExecutions": active, "queuedSteps": queued,
+    return {"flowConfig": {**FLOW_CONFIG_DEFAULTS, **flow.config}, "activeStepExecutions": active, "queuedSteps": queued,
             "pendingChannelMessages": messages, **attribute_values(attribute_rows or []), "locks": locks.as_json(),
             "completedSteps": completed}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from dexcli import (
     ActiveStepSearchMode,
     AsyncClient,
     Context,
+    DexServiceError,
     Flow,
     FlowConfig,
     FlowNotActiveOrNotFoundError,
@@ -26,8 +28,12 @@ from dexcli import (
     StepDecision,
     StepDurability,
     StepList,
+    StepMovement,
     StepOptions,
+    Timer,
+    Wait,
     go_to,
+    go_to_many,
     graceful_complete,
 )
 from dexcli.sdk.errors import NotSupportedYetError
@@ -246,3 +252,68 @@ def test_what_dex_cannot_do_or_dex_refuses_is_refused_at_start_and_at_update(
             env.client.update_flow_config("g", config)
         assert env.inspect("g")["state"]["flowConfig"] == {"stepDurability": "STEP_DURABILITY_SYNC"}
         assert env.result("g").status is FlowStatus.RUNNING
+
+
+# --- active_step_search_mode: what ActiveStepTypes finds ---------------------------------------
+
+class Parked(Step[None]):
+    """Waits on a timer for a day: active, with a wait_for."""
+
+    def wait_for(self, context: Context, input: None) -> Wait:
+        return Wait.all_of(Timer.by_duration(timedelta(days=1)))
+
+    def execute(self, context: Context, input: None) -> StepDecision:
+        return graceful_complete("parked")
+
+
+class Working(Step[None]):
+    """Runs for a day: active, no wait_for."""
+
+    def execute(self, context: Context, input: None) -> StepDecision:
+        return graceful_complete("worked")
+
+
+class Both(Step[None]):
+    def execute(self, context: Context, input: None) -> StepDecision:
+        return go_to_many(StepMovement.of(Parked, None), StepMovement.of(Slow, None))
+
+
+class Slow(Step[None]):
+    def wait_for(self, context: Context, input: None) -> Wait:
+        return Wait.all_of(Timer.by_duration(timedelta(hours=1)))
+
+    def execute(self, context: Context, input: None) -> StepDecision:
+        return go_to(Working, None)
+
+
+class Mixed(Flow[None]):
+    def get_steps(self) -> StepList[None]:
+        return StepList.start_step(Both()).other_steps(Parked(), Slow(), Working())
+
+
+def test_active_step_types_finds_the_steps_the_search_mode_indexes() -> None:
+    with DexTestEnv() as env:
+        for flow_id, mode in (("default", None), ("with", ActiveStepSearchMode.WITH_WAIT_FOR),
+                              ("all", ActiveStepSearchMode.ALL), ("off", ActiveStepSearchMode.DISABLED)):
+            env.client.start_flow(Mixed(), flow_id, None, StartFlowOptions(
+                config_override=None if mode is None else FlowConfig(active_step_search_mode=mode)))
+        # Slow's timer fires after an hour: it goes on to Working (no wait_for), which, in virtual
+        # time, is still queued when the drive stops; Parked waits for a day
+        env.drive(until=lambda: all(any(s["stepType"] == "Working" for s in env.inspect(f)["steps"])
+                                    for f in ("default", "with", "all", "off")), poll=600)
+
+        def found(query: str) -> list[str]:
+            return sorted(e.flow_id for e in env.client.search_flows(query, 10).flows)
+
+        assert found("ActiveStepTypes = 'Parked'") == ["all", "default", "with"]
+        assert found("ActiveStepTypes = 'Working'") == ["all"]  # only ALL indexes a step without wait_for
+        assert found("ActiveStepTypes IN ('Working', 'Parked')") == ["all", "default", "with"]
+        assert found("ActiveStepTypes != 'Parked'") == []
+        assert found("ActiveStepTypes STARTS_WITH 'Par'") == ["all", "default", "with"]
+        assert found("ActiveStepTypes IS NULL") == ["off"]
+        env.client.update_flow_config("off", FlowConfig(active_step_search_mode=ActiveStepSearchMode.ALL))
+        assert found("ActiveStepTypes = 'Working'") == ["all", "off"]
+        with pytest.raises(DexServiceError, match="a keyword array does not sort"):
+            env.client.search_flows("ORDER BY ActiveStepTypes", 10)
+        with pytest.raises(DexServiceError, match="takes =, !="):
+            env.client.search_flows("ActiveStepTypes > 'A'", 10)
