@@ -357,7 +357,8 @@ def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[st
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
     completed = [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
                   "completedStepOutput": c["output"]} for c in _j(flow.completions) or []]
-    return {"flowConfig": {**FLOW_CONFIG_DEFAULTS, **flow.config}, "activeStepExecutions": active, "queuedSteps": queued,
+    return {"flowConfig": {**FLOW_CONFIG_DEFAULTS, **flow.config}, "activeStepExecutions": active,
+            "queuedSteps": queued,
             "pendingChannelMessages": messages, **attribute_values(attribute_rows or []), "locks": locks.as_json(),
             "completedSteps": completed}
 

@@ -22,8 +22,8 @@ from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 if TYPE_CHECKING:
     from dexcli.store.store import Store
 
-BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus,
-# ActiveStepTypes
+# FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus, ActiveStepTypes
+BUILTIN_KEYS = tuple(BUILTINS)
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DENSE_MATCHES = 2000  # an index comparison matching this many flows is not selective
