@@ -52,9 +52,11 @@ class Loop(Step[int]):
 
     LIMIT = 25
     runs: list[int] = []
+    run_ids: dict[int, str] = {}  # the run each number ran in, as its context says
 
     def execute(self, context: Context, n: int) -> StepDecision:
         Loop.runs.append(n)
+        Loop.run_ids[n] = context.run_id
         count.set(context, n)
         if n >= Loop.LIMIT:
             return graceful_complete(n)
@@ -156,6 +158,9 @@ def test_the_threshold_rolls_the_run_over_and_the_flow_finishes_right() -> None:
         assert types(middle)[0] == "FlowContinued" and middle["runs"] == [
             {**r, "inspected": r["inspectId"] == runs[1]["inspectId"]} for r in runs]
         assert middle["history"][0]["stepsToResume"][0]["stepExecutionId"] == "Loop-11"  # leased as it rolled
+        # each step's context names the run it ran in: Loop-11, leased in the commit that rolled over, the new one
+        assert [Loop.run_ids[n] for n in (0, 9, 10, 19, 20, 25)] == [
+            first, first, runs[1]["runId"], runs[1]["runId"], runs[2]["runId"], runs[2]["runId"]]
         assert check(env.store) == ([], 3)  # every run's steps and history agree (dex doctor)
 
 

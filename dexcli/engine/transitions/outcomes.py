@@ -107,12 +107,14 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary_json, _GRACEFUL, (), len(created))  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    got = tuple(leased(tx, s, flow.run_id, n.spec, definition, flow.flow_config)
+    run_id = flow.run_id
+    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
+        rolled = when_due(tx, key.flow_id, now)
+        run_id = rolled.run_id if rolled is not None else run_id  # the next steps run in the new run
+    got = tuple(leased(tx, s, run_id, n.spec, definition, flow.flow_config)
                 for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
-    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
-        when_due(tx, key.flow_id, now)
     return Completed(summary_json, None, got, len(created))
 
 
