@@ -12,8 +12,9 @@ What each field does in dex:
     step_durability                  the default durability of the flow's methods (method_durability)
     continue_as_new_threshold        0: off; n: the run continues as new once it has n tracked events
                                      (transitions/continuing.py)
-    continue_as_new_page_size_bytes  0: 1 MiB. A new run's carried state is one transaction here,
-                                     never paged: the size is checked, kept and shown
+    continue_as_new_page_size_bytes  0: 1 MiB. A new run's carried state moves in place, in one
+                                     transaction: FlowContinued records the pages the server's
+                                     paged read would have taken
     active_step_search_mode          which of the run's active steps the search key ActiveStepTypes
                                      sees (dexcli.store.query_sql): with a wait_for (default), all, none
     attribute_store_names            kept on the run (FlowRecord.attribute_store_names), for the

@@ -331,3 +331,18 @@ def test_search_leaves_earlier_runs_out_unless_asked() -> None:
         running = env.client.search_flows("FlowStatus = 'Running'", 10, include_continued_as_new=True)
         assert [e.run_id for e in running.flows] == [current]
         assert env.client.describe_flow("m").status is FlowStatus.RUNNING
+
+
+def test_the_page_size_tells_how_many_pages_the_carried_state_takes() -> None:
+    with DexTestEnv() as env:
+        env.client.start_flow(Mailbox(), "m", None, StartFlowOptions(config_override=FlowConfig(
+            continue_as_new_page_size_bytes=64)))
+        env.drive(["m"])
+        env.client.trigger_continue_as_new("m")
+        started = env.inspect("m")["history"][0]
+        assert started["pageSizeBytes"] == 64 and started["carriedBytes"] > 64
+        assert started["pages"] == -(-started["carriedBytes"] // 64)
+        env.client.update_flow_config("m", FlowConfig(continue_as_new_page_size_bytes=0))  # 0: the 1 MiB default
+        env.client.trigger_continue_as_new("m")
+        assert env.inspect("m")["history"][0]["pageSizeBytes"] == 1024 * 1024
+        assert env.inspect("m")["history"][0]["pages"] == 1

@@ -22,6 +22,9 @@ ContinueAsNewCounter:
   that many tracked events — each method of a step that completed or failed (the server counts
   2 for a step with a wait_for, 1 without), and each RPC. It is checked in the transaction that
   records one, so the count and the rollover commit together.
+- **Page size** (`continue_as_new_page_size_bytes`, 0: 1 MiB): the server reads the old run's
+  state into the new one in pages of that size; dex moves it in place, in one transaction, and
+  FlowContinued records its size and the pages it would have taken.
 - **Running attempts.** The server waits for in-flight methods to drain before it rolls over;
   dex rolls over at once and the running attempt's step carries over with its lease, so its
   result is committed, once, in the new run (it is never run again for the rollover).
@@ -34,7 +37,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.engine.flow_config import merged, threshold
+from dexcli.engine.flow_config import merged, page_size, threshold
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 from dexcli.store import FlowRecord, StepState, Tx
 
@@ -102,13 +105,17 @@ def _roll_over(tx: Tx, flow: FlowRecord, now: float, reason: str) -> Continued:
     tx.begin_continued_run(flow_id, run_id, flow.chain_first_run_id, json.dumps(numbers), now)
     to_start = [s for s in open_steps if s.status is StepState.QUEUED and s.attempt == 0]
     to_resume = [s for s in open_steps if s not in to_start]
-    tx.add_event(flow_id, now, "FlowContinued", {
-        "flowType": flow.flow_type, "runId": run_id, "previousRunId": flow.run_id,
-        "firstRunId": flow.chain_first_run_id, "archivedAs": archived, "reason": reason,
+    carried = {
         "stepsToStart": [_step(s) for s in to_start], "stepsToResume": [_step(s) for s in to_resume],
         "pendingChannelMessages": tx.queue_counts(flow_id),
         "attributes": {key: json.loads(value) for key, _, _, value in tx.attribute_values(flow_id)},
-        "completedSteps": json.loads(flow.completions)})
+        "completedSteps": json.loads(flow.completions)}
+    size, page = len(json.dumps(carried)), page_size(flow.config)
+    tx.add_event(flow_id, now, "FlowContinued", {
+        "flowType": flow.flow_type, "runId": run_id, "previousRunId": flow.run_id,
+        "firstRunId": flow.chain_first_run_id, "archivedAs": archived, "reason": reason, **carried,
+        # what the server would have paged through (continue_as_new_page_size_bytes); dex carries it in place
+        "carriedBytes": size, "pageSizeBytes": page, "pages": max(1, -(-size // page))})
     return Continued(flow_id, run_id, flow.run_id, archived, tuple(s.step_execution_id for s in open_steps), reason)
 
 
