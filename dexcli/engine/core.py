@@ -568,7 +568,8 @@ class Engine:
         def roll() -> str:
             with self.store.tx() as tx:
                 done = t.continuing.continue_as_new(tx, flow_id, self.fresh_now(flow_id), reason)
-            self.emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id)
+            self.emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
+                      reason=done.reason)
             self.wake()
             return done.run_id
 

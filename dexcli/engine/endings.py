@@ -78,6 +78,9 @@ class Endings:
                             attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self.after_close(run.flow_id, c.closed)
+            if c.continued is not None:
+                engine.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
+                            previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
             self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 engine.start_attempt(leased, now)

@@ -162,6 +162,9 @@ def test_the_threshold_rolls_the_run_over_and_the_flow_finishes_right() -> None:
         assert [Loop.run_ids[n] for n in (0, 9, 10, 19, 20, 25)] == [
             first, first, runs[1]["runId"], runs[1]["runId"], runs[2]["runId"], runs[2]["runId"]]
         assert check(env.store) == ([], 3)  # every run's steps and history agree (dex doctor)
+        rolled = [e for e in env.events if e["type"] == "flowContinuedAsNew"]  # what `dex run --json` prints
+        assert [(e["previousRunId"], e["runId"]) for e in rolled] == [(first, runs[1]["runId"]),
+                                                                      (runs[1]["runId"], runs[2]["runId"])]
 
 
 def test_a_flow_that_continues_as_new_many_times_finishes_right() -> None:

@@ -18,7 +18,7 @@ from dexcli.engine.deadlines import (
     timeout_detail,
 )
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions.continuing import when_due
+from dexcli.engine.transitions.continuing import Continued, when_due
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
     AttemptKey,
@@ -64,6 +64,7 @@ class Completed:
     closed: Closed | None
     leased: tuple[Leased, ...]
     created: int = 0  # how many next steps it created
+    continued: Continued | None = None  # the continue-as-new its commit made, when it met the threshold
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary_json, _GRACEFUL, (), len(created))  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    run_id = flow.run_id
+    run_id, rolled = flow.run_id, None
     if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
         rolled = when_due(tx, key.flow_id, now)
         run_id = rolled.run_id if rolled is not None else run_id  # the next steps run in the new run
@@ -115,7 +116,7 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
                 for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
-    return Completed(summary_json, None, got, len(created))
+    return Completed(summary_json, None, got, len(created), rolled)
 
 
 def _summary(decision: Decision, created: list[StepRecord]) -> str:
