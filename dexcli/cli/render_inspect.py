@@ -24,7 +24,7 @@ from dexcli.cli.render import (
     short_value,
     stream_lines,
 )
-from dexcli.cli.start_options import history_text, options_text
+from dexcli.cli.start_options import config_text, history_text, options_text
 
 INSPECT_VALUE_LIMIT = 1000  # characters of a value shown whole (`dex inspect --json` has it all)
 
@@ -97,6 +97,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     options = options_text(s)
     if options is not None:
         parts.append(options)
+    config = config_text(snap.get("state", {}).get("flowConfig"))
+    if config is not None:
+        parts.append(config)
     runs = runs_line(snap)
     if runs is not None:
         parts.append(runs)

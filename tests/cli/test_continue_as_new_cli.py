@@ -55,6 +55,7 @@ def test_inspect_shows_the_chain_of_runs_and_each_run_reads_by_its_id(cli: Cli, 
     assert "Runs:    3 (continue-as-new)" in text
     assert f"c${first} CONTINUED_AS_NEW" in text and "c COMPLETED" in text
     assert "FlowContinued" in text and "continued from run" in text
+    assert " Config:  step durability SYNC · continue as new after 4 events" in text
     view = cli.json("inspect", "c", "--json")
     assert view["summary"]["firstRunId"] == first and view["summary"]["runId"] == last
     assert view["state"]["flowConfig"] == {"stepDurability": "STEP_DURABILITY_SYNC", "continueAsNewThreshold": 4}
@@ -66,6 +67,10 @@ def test_inspect_shows_the_chain_of_runs_and_each_run_reads_by_its_id(cli: Cli, 
     assert closed["type"] == "FlowClosed" and closed["payload"]["flowStatus"] == "FLOW_STATUS_CONTINUED_AS_NEW"
     assert closed["payload"]["continuedToRunId"] == view["runs"][1]["runId"]
     old_text = cli.ok("inspect", f"c${first}").stdout
+    plain = DexTestEnv(db)
+    plain.client.start_flow(Counter(), "plain", 0)
+    plain.close()
+    assert " Config:" not in cli.ok("inspect", "plain").stdout  # dex's defaults: nothing to say
     assert "CONTINUED_AS_NEW" in old_text and "→ run" in old_text
 
 
