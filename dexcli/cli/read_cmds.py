@@ -12,7 +12,7 @@ import typer
 
 from dexcli.cli.app import open_store, out_console, store_now
 from dexcli.cli.completion import complete_flow_id
-from dexcli.cli.errors import UsageError
+from dexcli.cli.errors import NotFoundError, UsageError
 from dexcli.cli.shared import MAX_LIST_LIMIT, flow_or_not_found
 from dexcli.cli.shown import shown, shown_data
 
@@ -35,10 +35,15 @@ def inspect(
                                  help="Every event with its whole payload (paged on a terminal; --json: the events)."),
     step: str | None = typer.Option(None, "--step", metavar="STEP",
                                     help="With --history: only the events of this step (AwaitJob-1 or AwaitJob)."),
+    run_id: str | None = typer.Option(None, "--run-id", metavar="RUN",
+                                      help="One run of the flow: an earlier one (continue-as-new, id reuse) or "
+                                           "the current one, as the Dex CLI's --run-id."),
 ) -> None:
     """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
     from dexcli.cli.quick import show_inspect
 
+    if run_id is not None:
+        flow_id = _run_flow_id(flow_id, run_id)
     if history or step is not None:
         _show_history(flow_id, step, json_out, history, timeline)
         return
@@ -55,6 +60,19 @@ def inspect(
     snap = inspect_flow(store, flow_id, store_now(store, flow_id))
     flow = store.get_flow(flow_id)
     _print_timeline(shown_data(snap), flow.clock_offset if flow is not None else 0.0, svg)
+
+
+def _run_flow_id(flow_id: str, run_id: str) -> str:
+    """The id `dex inspect` reads run `run_id` of flow `flow_id` by: the flow id for its current
+    run, `<flow_id>$<run_id>` for an earlier one (exit 3 when the flow has no such run)."""
+    store = open_store(read_only=True)
+    current = flow_or_not_found(store, flow_id)
+    if current.run_id == run_id:
+        return flow_id
+    earlier = f"{flow_id}${run_id}"
+    if store.get_flow(earlier) is None:
+        raise NotFoundError(f"flow {flow_id!r} has no run {run_id!r} in {store.path}")
+    return earlier
 
 
 def _show_history(flow_id: str, step: str | None, json_out: bool, history: bool, timeline: bool) -> None:

@@ -22,7 +22,7 @@ from dexcli import (
     graceful_complete,
 )
 from dexcli.testing import DexTestEnv
-from tests.cli.cli_helpers import Cli
+from tests.cli.cli_helpers import Cli, assert_error
 
 count = Attribute("count", int)
 
@@ -80,3 +80,11 @@ def test_list_wait_and_doctor_know_the_runs(cli: Cli, db: Path) -> None:
     assert f"c${first}" in listed
     cli.ok("wait", "c", "-a", "count", "--equals", "9", "--timeout", "5s")
     cli.ok("doctor")
+
+
+def test_inspect_run_id_reads_one_run_of_the_chain(cli: Cli, db: Path) -> None:
+    first, last = make(db)
+    assert cli.json("inspect", "c", "--run-id", first, "--json")["summary"]["runId"] == first
+    assert cli.json("inspect", "c", "--run-id", last, "--json")["summary"]["flowId"] == "c"
+    assert_error(cli("inspect", "c", "--run-id", "nope"), 3, "flow 'c' has no run 'nope'")
+
