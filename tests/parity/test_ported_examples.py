@@ -1,7 +1,8 @@
 """Dex's job-post and drain-signal-channels examples, as ported in
-tests/engine/test_rpc_and_drain_examples.py, and the flow primitive (test_config_examples.py) register under the official SDK 1.23 (the same
-source, its `from dexcli import` line swapped) as under dexcli, with the same step graph: a flow
-without a start step, a movement to a Step[str] with None, RPCs that start steps and publish."""
+tests/engine/test_rpc_and_drain_examples.py, and the flow primitive (test_config_examples.py),
+register under the official SDK 1.23 (the same source, its `from dexcli import` line swapped) as
+under dexcli, with the same step graph: a flow without a start step, a movement to a Step[str]
+with None, RPCs that start steps and publish."""
 
 from __future__ import annotations
 
