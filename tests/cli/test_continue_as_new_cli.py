@@ -79,6 +79,9 @@ def test_list_wait_and_doctor_know_the_runs(cli: Cli, db: Path) -> None:
     listed = cli.ok("list", "--status", "continued_as_new").stdout
     assert f"c${first}" in listed
     cli.ok("wait", "c", "-a", "count", "--equals", "9", "--timeout", "5s")
+    assert [f["flowId"] for f in cli.json("list", "--query", "FlowType = 'Counter'", "--json")["flows"]] == ["c"]
+    every = cli.json("list", "--query", "FlowType = 'Counter'", "--include-continued-as-new", "--json")["flows"]
+    assert len(every) == 3 and f"c${first}" in {f["flowId"] for f in every}
     cli.ok("doctor")
 
 
