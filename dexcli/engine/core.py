@@ -558,7 +558,7 @@ class Engine:
         flow's: the methods leased from now on, and the next threshold check, read it."""
         def update() -> None:
             with self.store.tx() as tx:
-                t.continuing.update_config(tx, flow_id, fields)
+                t.continuing.update_config(tx, flow_id, fields, self.fresh_now(flow_id))
 
         self.drives.on_loop(update)
 

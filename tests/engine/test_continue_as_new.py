@@ -28,11 +28,13 @@ from dexcli import (
     StartFlowOptions,
     Step,
     StepDecision,
+    StepExecutionId,
     StepList,
     StepMovement,
     StepOutput,
     Stream,
     Timer,
+    TimerId,
     Wait,
     go_to,
     go_to_many,
@@ -200,14 +202,24 @@ def test_rpcs_count_toward_the_threshold() -> None:
         assert sorted(s["stepExecutionId"] for s in snap["steps"]) == ["Sleeper-1", "Sleeper-2", "Waiter-1"]
 
 
-def test_a_lower_threshold_set_by_an_update_applies_at_the_next_tracked_event() -> None:
+def test_an_update_and_a_skipped_timer_count_and_a_lower_threshold_applies_at_once() -> None:
     with DexTestEnv() as env:
         env.client.start_flow(Mailbox(), "m", None)
-        env.drive(["m"])
-        env.client.update_flow_config("m", FlowConfig(continue_as_new_threshold=3))
+        env.drive(["m"])  # Fork, Quick: 2 tracked events
+        env.client.update_flow_config("m", FlowConfig(continue_as_new_threshold=4))  # 3: not yet
         assert env.inspect("m")["runs"] == []
-        env.client.invoke_rpc(Mailbox().nap, "m")
+        assert types(env.inspect("m"))[-1] == "FlowConfigUpdated"
+        env.client.invoke_rpc(Mailbox().nap, "m")  # 4: the RPC rolls the run over
         assert len(env.inspect("m")["runs"]) == 2
+        env.drive(["m"], until=lambda: any(a["timers"] for a in env.inspect("m")["state"]["activeStepExecutions"]))
+        sleeper = [a for a in env.inspect("m")["state"]["activeStepExecutions"] if a["stepType"] == "Sleeper"][0]
+        env.client.update_flow_config("m", FlowConfig(continue_as_new_threshold=2))  # 1 in this run
+        assert len(env.inspect("m")["runs"]) == 2
+        step_type, number = sleeper["stepExecutionId"].rsplit("-", 1)
+        env.client.skip_timer("m", StepExecutionId(step_type, int(number)), TimerId.by_condition_index(0))
+        assert len(env.inspect("m")["runs"]) == 3  # the skip was the second
+        env.client.update_flow_config("m", FlowConfig(continue_as_new_threshold=1))  # the update alone reaches it
+        assert len(env.inspect("m")["runs"]) == 4
 
 
 # --- a client's trigger -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 from dexcli import (
     ActiveStepSearchMode,
     AsyncClient,
+    AsyncContext,
     Context,
     DexServiceError,
     Flow,
@@ -267,9 +268,10 @@ class Parked(Step[None]):
 
 
 class Working(Step[None]):
-    """Runs for a day: active, no wait_for."""
+    """Runs for two days: active, no wait_for."""
 
-    def execute(self, context: Context, input: None) -> StepDecision:
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # type: ignore[override]
+        await asyncio.sleep(2 * 86400)
         return graceful_complete("worked")
 
 
@@ -297,8 +299,8 @@ def test_active_step_types_finds_the_steps_the_search_mode_indexes() -> None:
                               ("all", ActiveStepSearchMode.ALL), ("off", ActiveStepSearchMode.DISABLED)):
             env.client.start_flow(Mixed(), flow_id, None, StartFlowOptions(
                 config_override=None if mode is None else FlowConfig(active_step_search_mode=mode)))
-        # Slow's timer fires after an hour: it goes on to Working (no wait_for), which, in virtual
-        # time, is still queued when the drive stops; Parked waits for a day
+        # Slow's timer fires after an hour: it goes on to Working (no wait_for), which works for two
+        # days; Parked waits for one
         env.drive(until=lambda: all(any(s["stepType"] == "Working" for s in env.inspect(f)["steps"])
                                     for f in ("default", "with", "all", "off")), poll=600)
 

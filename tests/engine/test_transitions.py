@@ -867,6 +867,19 @@ def test_continue_as_new_refuses_a_closed_or_unknown_flow(store: Store, defs: De
 def test_update_config_merges_into_the_running_flows(store: Store, defs: Definitions) -> None:
     started_by(store, defs)
     with store.tx() as tx:
-        t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 3})
-        t.continuing.update_config(tx, "f", {"stepDurability": "STEP_DURABILITY_ASYNC"})
+        t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 3}, T0 + 1)
+        t.continuing.update_config(tx, "f", {"stepDurability": "STEP_DURABILITY_ASYNC"}, T0 + 2)
     assert flow(store).config == {"continueAsNewThreshold": 3, "stepDurability": "STEP_DURABILITY_ASYNC"}
+    assert events(store)[1:] == [
+        ("FlowConfigUpdated", {"update": {"continueAsNewThreshold": 3}, "flowConfig": {"continueAsNewThreshold": 3}}),
+        ("FlowConfigUpdated", {"update": {"stepDurability": "STEP_DURABILITY_ASYNC"}, "flowConfig": {
+            "continueAsNewThreshold": 3, "stepDurability": "STEP_DURABILITY_ASYNC"}})]
+
+
+def test_an_update_that_lowers_the_threshold_to_what_the_run_has_reached_rolls_it_over(
+        store: Store, defs: Definitions) -> None:
+    moved_to(store, defs, "Work")  # Start-1's completion: 1 tracked event
+    first = flow(store).run_id
+    with store.tx() as tx:
+        t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 2}, T0 + 3)  # the update is the 2nd
+    assert flow(store).run_id != first and [e for e, _ in events(store)] == ["FlowContinued"]

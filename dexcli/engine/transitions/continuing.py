@@ -19,9 +19,10 @@ ContinueAsNewCounter:
   (`Tx.archive_run(carry=True)`): status CONTINUED_AS_NEW, its history ending in FlowClosed
   with `continuedToRunId`, a copy of its attributes as they were.
 - **Threshold** (`continue_as_new_threshold`, 0: off): the run continues as new once it has
-  that many tracked events — each method of a step that completed or failed (the server counts
-  2 for a step with a wait_for, 1 without), and each RPC. It is checked in the transaction that
-  records one, so the count and the rollover commit together.
+  that many tracked events (`TRACKED`) — each method of a step execution that ended (the server
+  counts 2 for a step with a wait_for, 1 without), each RPC that committed effects, each skipped
+  timer and FlowConfig update. It is checked in the transaction that records a step's result,
+  an RPC, a skip or an update, so the count and the rollover commit together.
 - **Page size** (`continue_as_new_page_size_bytes`, 0: 1 MiB): the server reads the old run's
   state into the new one in pages of that size; dex moves it in place, in one transaction, and
   FlowContinued records its size and the pages it would have taken.
@@ -41,9 +42,12 @@ from dexcli.engine.flow_config import merged, page_size, threshold
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 from dexcli.store import FlowRecord, StepState, Tx
 
-TRACKED = ("StepWaitForCompleted", "StepWaitForFailed", "StepExecuteCompleted", "StepExecuteFailed",
-           "RpcExecutionCompleted")
-"""The events the threshold counts (the server's executed step APIs and sync updates)."""
+TRACKED = ("StepWaitForCompleted", "StepWaitForFailed", "StepExecuteCompleted", "StepExecuteFailed", "StepCanceled",
+           "RpcExecutionCompleted", "TimerSkipped", "FlowConfigUpdated")
+"""The events the threshold counts, as the server's ContinueAsNewCounter counts: each method of a
+step execution that ended (2 for a step with a wait_for), and the signals it received — an RPC's
+effects, a skipped timer, a FlowConfig update. A read-only RPC commits nothing and counts nothing
+(the server serves it as a query)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +72,19 @@ def continue_as_new(tx: Tx, flow_id: str, now: float, reason: str) -> Continued:
     return _roll_over(tx, flow, now, reason)
 
 
-def update_config(tx: Tx, flow_id: str, fields: dict[str, Any]) -> str | None:
+def update_config(tx: Tx, flow_id: str, fields: dict[str, Any], now: float) -> str | None:
     """Client.update_flow_config: the fields set replace the running flow's (the server's
-    UpdateByAPI); returns the run's config as stored. FlowNotActiveOrNotFoundError unless the
-    flow is running. A lower threshold takes effect at the next tracked event."""
+    UpdateByAPI), recorded as FlowConfigUpdated; returns the run's config as stored.
+    FlowNotActiveOrNotFoundError unless the flow is running. The update is a tracked event: a
+    threshold it lowers to what the run has reached rolls the run over at once."""
     flow = tx.get_flow(flow_id)
     if flow is None or not flow.is_running:
         state = "is not found" if flow is None else f"is {flow.status.value}"
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} {state}: only a running flow's config can change")
     config = merged(flow.flow_config, fields)
     tx.set_flow_config(flow_id, config)
+    tx.add_event(flow_id, now, "FlowConfigUpdated", {"update": fields, "flowConfig": json.loads(config or "{}")})
+    when_due(tx, flow_id, now)  # an update counts toward the threshold, and may lower it
     return config
 
 

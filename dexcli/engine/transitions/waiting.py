@@ -24,6 +24,7 @@ from dexcli.engine import waits as w
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions.continuing import when_due
 from dexcli.engine.transitions.steps import AttemptKey, Fenced, Leased, end_call, lease
 from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
@@ -227,7 +228,10 @@ def skip_timer(tx: Tx, flow_id: str, seid: str, condition_id: str | None, index:
                                                 "timerIndex": timer["timerIndex"]})
     fresh = tx.get_step(flow_id, seid)
     assert fresh is not None
-    return wake_step(tx, fresh, definitions, now, owner)
+    woken = wake_step(tx, fresh, definitions, now, owner)
+    if flow.flow_config is not None:  # a skip counts toward its FlowConfig's continue-as-new threshold
+        when_due(tx, flow_id, now)
+    return woken
 
 
 # ------------------------------------------------------------------------------ cancel ------
