@@ -285,6 +285,12 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.stream import (
         StreamMessagesPage as StreamMessagesPage,
     )
+    from dexcli.sdk.subflow_options import (
+        SubFlowOptions as SubFlowOptions,
+    )
+    from dexcli.sdk.subflow_options import (
+        SubFlowReusePolicy as SubFlowReusePolicy,
+    )
     from dexcli.sdk.wait_options import (
         WaitForAttributeOptions as WaitForAttributeOptions,
     )

@@ -7,8 +7,10 @@ from dexcli.sdk.results import IdReusePolicy as IdReusePolicy
 from dexcli.sdk.results import StartFlowOptions as StartFlowOptions
 from dexcli.sdk.results import StopFlowOptions as StopFlowOptions
 from dexcli.sdk.results import StopType as StopType
+from dexcli.sdk.subflow_options import SubFlowOptions as SubFlowOptions
+from dexcli.sdk.subflow_options import SubFlowReusePolicy as SubFlowReusePolicy
 
 __all__ = [
     "FlowTimeoutHandlerOptions", "FlowTimeoutPolicy", "IdReusePolicy", "StartFlowOptions", "StopFlowOptions",
-    "StopType",
+    "StopType", "SubFlowOptions", "SubFlowReusePolicy",
 ]

@@ -92,3 +92,10 @@ PAYMENT = FlowPlugin(
     description="Poll a payment without a lock, then record it under an Attribute lock in a short step.",
     hints=("settled total:  dex rpc {flow_id} settled",),
 )
+
+FAN_OUT = FlowPlugin(
+    name="fan-out",
+    flow="dexcli_flows.fan_out:FanOutFlow",
+    description="Fan out to N SubFlows (each a flow of its own: i*i after i*5 s) and wait for all of them.",
+    hints=("children:  dex list",),
+)

@@ -15,6 +15,7 @@ from rich.text import Text
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import clock_time, format_duration, parse_iso
+from dexcli.cli.render_subflows import subflow_lines
 from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
@@ -324,6 +325,7 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
         else:
             parts.extend(step_lines(step, now, fid))
     parts.extend(stream_lines(snap))
+    parts.extend(subflow_lines(snap))
     parts.append(Rule(style="dim"))
     if rw.only_external_input(snap):
         parts.append(Text(f" {rw.EXTERNAL_INPUT}", style="yellow"))
@@ -415,6 +417,7 @@ class LineDiffer:
         self._attempts: dict[tuple[str, str | None, int], tuple[str, int]] = {}
         self._streams: set[str] = set()
         self._steps: dict[str, str] = {}
+        self._children: dict[str, str] = {}  # SubFlow id -> the status last printed
         self._closed = False
         self._external = False  # whether the last snapshot could move on only by external input
         self._idle = False  # whether the last snapshot had no step at all (no start step, no RPC yet)
@@ -426,6 +429,7 @@ class LineDiffer:
         for st in snap["steps"]:
             events += self._step_events(st, snap)
         events += self._stream_events(snap)
+        events += self._child_events(snap)
         ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
         out = [f"+{t - start:7.1f}s  {text}" for _, (t, text) in ordered]
         external = rw.only_external_input(snap)
@@ -470,6 +474,18 @@ class LineDiffer:
         events += rw.wait_events(st, snap, self._waits, self.rpcs)
         now = parse_iso(snap["now"]) or 0.0
         events += [(now, line) for line in rl.lock_wait_events(st, self._lock_waits)]
+        return events
+
+    def _child_events(self, snap: dict[str, Any]) -> list[tuple[float, str]]:
+        """A SubFlow started by this flow, and its end."""
+        events: list[tuple[float, str]] = []
+        for c in snap.get("subFlows") or []:
+            fid, status, seen = c["flowId"], c["flowStatus"], self._children.get(c["flowId"])
+            if seen is None:
+                events.append((parse_iso(c["startTime"]) or 0.0, f"↳ {fid} ({c['flowType']}) started"))
+            if status != "RUNNING" and seen != status:
+                events.append((parse_iso(c["closeTime"]) or 0.0, f"↳ {fid} {status}"))
+            self._children[fid] = status
         return events
 
     def _stream_events(self, snap: dict[str, Any]) -> list[tuple[float, str]]:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dexcli.cli import render_locks as rl
+from dexcli.cli import render_subflows as rs
 from dexcli.cli import render_wait as rw
 from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.cli.render import (
@@ -108,6 +109,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
         parts.append(Text(" Result:  " + results, style="green"))
     if s["errorMessage"]:
         parts.append(Text(f" Error:   {error_text(s['errorType'], s['errorMessage'])}", style="red"))
+    parts.extend(rs.subflow_lines(snap))
     w = waiting_on(snap)
     if w is not None:
         parts.append(w)

@@ -94,6 +94,15 @@ def selected_ids(results: dict[str, Any] | None) -> list[str]:
     return [c.get("conditionId") or f"#{c['index']}" for c in (results or {}).get("conditions", []) if c["selected"]]
 
 
+def subflow_text(c: dict[str, Any], snap: dict[str, Any]) -> str:
+    """A SubFlow condition: its child's type, id and (from the parent's list) status."""
+    fid = c.get("flowId")
+    status = next((k["flowStatus"] for k in snap.get("subFlows", ()) if k["flowId"] == fid), None)
+    if c.get("result") is not None:
+        status = c["result"]["status"]
+    return f"{fid or 'SubFlow (starting)'} {c['flowType']}" + (f" {status}" if status else "")
+
+
 def summary(snap: dict[str, Any], active: dict[str, Any], now: float) -> str:
     """One line: what a waiting step waits for."""
     wait = active.get("waitingCondition")
@@ -101,6 +110,7 @@ def summary(snap: dict[str, Any], active: dict[str, Any], now: float) -> str:
         return "wait_for is running"
     parts = [timer_text(t, now) for t in active["timers"]]
     parts += [channel_text(c, snap) for c in wait["conditions"] if c["kind"] == "channel"]
+    parts += [subflow_text(c, snap) for c in wait["conditions"] if c["kind"] == "subflow"]
     return f"{kind_text(wait)}: " + " · ".join(parts) if parts else kind_text(wait)
 
 
@@ -135,6 +145,8 @@ def waiting_lines(step: dict[str, Any], snap: dict[str, Any], now: float, rpcs: 
     for c in wait["conditions"]:
         if c["kind"] == "channel":
             lines.append(Text(f"     {channel_text(c, snap)}", style="cyan"))
+        elif c["kind"] == "subflow":
+            lines.append(Text(f"     {subflow_text(c, snap)}", style="cyan"))
     for cmd in commands(snap, active, rpcs):
         lines.append(Text(f"     → {cmd}", style="dim"))
     return lines
@@ -149,7 +161,8 @@ def only_external_input(snap: dict[str, Any]) -> bool:
     if not active or any(s["status"] in ("QUEUED", "RUNNING", "BACKOFF") for s in snap["steps"]):
         return False
     return all(a["phase"] == "WAITING" and a.get("waitingCondition") is not None
-               and not any(t["status"] == "PENDING" for t in a["timers"]) for a in active)
+               and not any(t["status"] == "PENDING" for t in a["timers"])
+               and not any(c["kind"] == "subflow" for c in a["waitingCondition"]["conditions"]) for a in active)
 
 
 EXTERNAL_INPUT = "only external input can move this flow on now (an RPC, or a timer skipped): it waits"

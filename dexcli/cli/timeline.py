@@ -39,7 +39,10 @@ KEY = (("━", "attempt"), ("╌", "silent: its process was gone"), ("✓", "com
        ("○", "interrupted / canceled"), ("▶", "running now"), ("·", "backoff"),
        ("~", "waiting (WaitFor)"),
        ("♥", "last heartbeat (dex keeps the last one of each attempt)"),
-       ("●", "Stream message"), ("E", "ExecuteMethodTimeout"), ("T", "TotalDuration"))
+       ("●", "Stream message"), ("E", "ExecuteMethodTimeout"), ("T", "TotalDuration"),
+       ("═", "a SubFlow (child flow) running"))
+SUBFLOW_END = {"COMPLETED": ("✓", "green"), "FAILED": ("✗", "red"), "CANCELED": ("○", "yellow"),
+               "TERMINATED": ("╳", "bold red"), "RUNNING": ("▶", "cyan")}
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,9 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
     now = parse_iso(snap["now"]) or 0.0
     start = parse_iso(s["startTime"]) or now
     end = parse_iso(s["closeTime"]) or now
-    label_w = min(LABEL_MAX, max([len(st["stepExecutionId"]) for st in snap["steps"]] + [6])) + 2
+    labels = [st["stepExecutionId"] for st in snap["steps"]]
+    labels += [_child_label(c["flowId"], s["flowId"]) for c in snap.get("subFlows") or []]
+    label_w = min(LABEL_MAX, max([len(x) for x in labels] + [6])) + 2
     plot = max(MIN_PLOT, width - label_w - 1)
     axis = Axis(start, max(end, start + 1e-3), plot)
     lines = _title(s, end - start, width)
@@ -107,6 +112,7 @@ def timeline_lines(snap: dict[str, Any], width: int, clock_offset: float = 0.0) 
     for st in snap["steps"]:
         lines.extend(_step_rows(st, axis, label_w, snap["streams"], off_axis, used))
     lines.extend(_foreign_stream_rows(snap, axis, label_w, used))
+    lines.extend(_subflow_rows(snap, axis, label_w, now, used))
     for st in snap["steps"]:
         lines.extend(_attempt_notes(st, axis))
     for note in off_axis:
@@ -320,6 +326,29 @@ def _foreign_stream_rows(snap: dict[str, Any], axis: Axis, label_w: int, used: s
         if not row.empty:
             out.append(Text(_label(name, label_w), style="dim") + row.text())
             used.add("●")
+    return out
+
+
+def _child_label(child_id: str, parent_id: str) -> str:
+    """`↳Split-1-0` for the child `SubFlow:<parent>-Split-1-0`."""
+    return "↳" + child_id.removeprefix(f"SubFlow:{parent_id}-")
+
+
+def _subflow_rows(snap: dict[str, Any], axis: Axis, label_w: int, now: float, used: set[str]) -> list[Text]:
+    """A row per child flow (SubFlow) this flow's waits started: from its start to its end."""
+    out = []
+    for child in snap.get("subFlows") or []:
+        t0 = parse_iso(child["startTime"]) or now
+        t1 = parse_iso(child["closeTime"]) or now
+        row = Row(axis.cols)
+        row.span(axis.col(t0), axis.col(t1), "═", "magenta", 1)
+        glyph, style = SUBFLOW_END.get(child["flowStatus"], ("·", "dim"))
+        row.put(axis.col(t1), glyph, style, 3)
+        used.update(row.glyphs())
+        label = _child_label(child["flowId"], snap["summary"]["flowId"])
+        line = Text(_label(label, label_w), style="magenta")
+        line.append_text(row.text())
+        out.append(line)
     return out
 
 

@@ -18,6 +18,7 @@ from dexcli.engine import handler_state as hs
 from dexcli.engine.attributes import AttributeView
 from dexcli.engine.deadlines import earliest_deadline
 from dexcli.engine.faults import Faults, InjectedError
+from dexcli.engine.subflows import flow_result
 from dexcli.engine.transitions import AttemptKey, Leased, Outputs
 from dexcli.engine.transitions.waiting import Effects
 from dexcli.sdk.channels import physical_name
@@ -202,6 +203,22 @@ class _Context:
         if index is None:
             return any(fired)
         return 0 <= index < len(fired) and bool(fired[index])
+
+    def _sub_flows(self, index: int) -> dict[str, Any]:
+        """The index-th SubFlow condition of the completed wait (SubFlow.get_condition_results)."""
+        if self._run.method is not Method.EXECUTE:
+            raise ValueError("SubFlow results are available only during execute")
+        conds = [c for c in self._results["conditions"] if c["kind"] == "subflow"] if self._results else []
+        if not isinstance(index, int) or not 0 <= index < len(conds):
+            raise ValueError(f"SubFlow result index is unavailable: {index}")
+        found: dict[str, Any] = conds[index]
+        return found
+
+    def _sub_flow_result(self, index: int) -> Any:
+        return flow_result(self._sub_flows(index)["result"])
+
+    def _sub_flow_id(self, index: int) -> str:
+        return str(self._sub_flows(index)["flowId"])
 
     def _dex_now(self) -> float:
         return self._run.host.now(self._run.flow_id)

@@ -4,10 +4,15 @@ A run started by another process names its flow by a reference (`name:polling`,
 `file:/path.py:NAME`); `loader`, given by whoever builds the engine, turns one into a Flow, or
 into the flows of a Registry (all registered at once: the next run of one of them loads nothing).
 A flow that cannot be loaded is remembered as unloadable (with why) and skipped.
+
+A SubFlow child is stored with its parent's reference: loading it registers the flows the
+reference gives and, when the child's type is not among them, the Flow instances those flows
+and their steps hold (a parent step given its target flow, as Dex's examples build them).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,7 +60,10 @@ class Definitions:
             return d
         if flow_ref and self.loader is not None:
             loaded = self.loader(flow_ref)
-            added = [self._add(flow) for flow in ((loaded,) if isinstance(loaded, Flow) else loaded)]
+            flows = (loaded,) if isinstance(loaded, Flow) else tuple(loaded)
+            added = [self._add(flow) for flow in flows]
+            if self.registry.get(flow_type) is None:
+                added += [self._add(flow) for flow in held_flows(flows)]
             self.prepare()
             d = self.registry.get(flow_type)
             if d is None:
@@ -116,6 +124,28 @@ class Definitions:
             return resolve_options(opts, where, failure, failure_opts)
         except ValueError as exc:
             raise InvalidStepResultError(str(exc)) from None
+
+
+def held_flows(flows: Sequence[Flow[Any]], depth: int = 3) -> list[Flow[Any]]:
+    """The Flow instances `flows` and their steps hold in their attributes (SubFlow targets),
+    to `depth` levels, each once."""
+    seen: set[int] = {id(f) for f in flows}
+    found: list[Flow[Any]] = []
+    level = list(flows)
+    for _ in range(depth):
+        nxt: list[Flow[Any]] = []
+        for flow in level:
+            holders: list[Any] = [flow]
+            with contextlib.suppress(Exception):  # a flow whose steps cannot be listed: its own attributes only
+                holders += list(flow.get_steps().all_steps())
+            for holder in holders:
+                for value in getattr(holder, "__dict__", {}).values():
+                    if isinstance(value, Flow) and id(value) not in seen:
+                        seen.add(id(value))
+                        nxt.append(value)
+        found += nxt
+        level = nxt
+    return found
 
 
 def _prepare(definition: FlowDefinition) -> None:

@@ -97,14 +97,21 @@ class Endings:
         engine = self.engine
         owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
 
-        def apply(tx: Any) -> w.Woken | None:
+        def apply(tx: Any) -> w.Waited:
             return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
-                                 engine.definitions, engine.now(run.flow_id), owner)
+                                 engine.definitions, engine.now(run.flow_id), owner, result.children)
 
-        def done(woken: w.Woken | None) -> None:
+        def done(waited: w.Waited) -> None:
             engine.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                         wait=result.wait)
-            self.after_woken(run.flow_id, (woken,) if woken else ())
+            for child in waited.children:  # driven wherever the parent is
+                if child.terminated is not None:
+                    self.after_close(child.flow_id, child.terminated)
+                if owner is not None:
+                    engine.scheduler.adopt(child.flow_id)
+                engine.emit("subFlowStarted", run.flow_id, stepExecutionId=run.seid, subFlowId=child.flow_id,
+                            subFlowIndex=child.index, how=child.how)
+            self.after_woken(run.flow_id, (waited.woken,) if waited.woken else ())
             engine.wake()
 
         return self._unit(apply, done)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dexcli.engine.wait_kinds import CHANNEL, TIMER
+from dexcli.engine.wait_kinds import CHANNEL, SUBFLOW, TIMER
 
 EVENT_TYPES = {"FlowStarted": "FlowStartedOrContinued", "FlowContinued": "FlowStartedOrContinued"}
 """dex's history event names that the server spells otherwise (dex's own events keep theirs)."""
@@ -185,6 +185,11 @@ def _waiting_condition(wait: dict[str, Any]) -> dict[str, Any]:
             "channelConditions": [{"conditionId": c["conditionId"], "channelName": c["queue"],
                                    "atLeast": c["atLeast"], "atMost": c["atMost"]}
                                   for c in conditions if c["kind"] == CHANNEL],
+            # the server's SubFlowConditionState has the condition id; dex adds which child it is
+            "subFlowConditions": [{"conditionId": c["conditionId"], "subFlowIndex": c["subFlowIndex"],
+                                   "subFlowType": c["flowType"], "subFlowId": c.get("flowId"),
+                                   "completed": c.get("result") is not None}
+                                  for c in conditions if c["kind"] == SUBFLOW],
             "conditionCombinations": [{"conditionIds": [conditions[i]["conditionId"] for i in combo]}
                                       for combo in wait.get("combinations", [])]}
 

@@ -20,7 +20,9 @@ from typing import Any
 from dexcli.engine.attempt import AttemptRun
 from dexcli.engine.deadlines import timeout_detail
 from dexcli.engine.definitions import Definitions
+from dexcli.engine.subflows import child_starts
 from dexcli.engine.transitions import Decision, Failure, NextStep
+from dexcli.engine.transitions.subflows import ChildStart
 from dexcli.engine.user_code import missing_api, user_stack
 from dexcli.engine.waits import persist
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
@@ -52,6 +54,7 @@ class WaitResult:
     """A wait_for attempt's Wait, in its persisted form (timers' firing times fixed at `now`)."""
 
     wait: dict[str, Any]
+    children: tuple[ChildStart, ...] = ()  # its SubFlows' starts, committed with it
 
 
 def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions: Definitions,
@@ -65,7 +68,9 @@ def judge(run: AttemptRun, result: Any, error: BaseException | None, definitions
         return _failure(error, now)
     try:
         if run.method is Method.WAIT_FOR:
-            return WaitResult(persist(result, run.definition.channels, now))
+            subflows: list[Any] = []
+            wait = persist(result, run.definition.channels, now, subflows)
+            return WaitResult(wait, child_starts(definitions, run.flow_id, run.seid, subflows) if subflows else ())
         return check_decision(run, result, definitions)
     except (InvalidStepResultError, ValueMappingError) as exc:
         return Failure(*error_identity(exc), now)

@@ -126,6 +126,11 @@ class RpcContext:
     def wait_for_method_failed(self) -> bool:
         return False
 
+    def _sub_flow_result(self, index: int) -> Any:  # SubFlow.get_condition_results in an RPC, as the SDK says
+        raise ValueError("SubFlow results are available only during execute")
+
+    _sub_flow_id = _sub_flow_result
+
     def is_cancellation_requested(self) -> bool:
         return False
 

@@ -214,6 +214,8 @@ class Scheduler:
         if not engine.runs:
             self.owner = reserved or self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
+        if flow_ids:  # a parent's running SubFlows are driven with it
+            self._driving |= frozenset(engine.store.running_descendants(flow_ids))
         self._has_stop = stop is not None
         self._stop = stop
         self._next_offset_read = 0.0

@@ -63,12 +63,15 @@ def start_step_options(definitions: Definitions, definition: FlowDefinition, sta
 
 def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None, input: Any,
                   flow_ref: str | None, request_id: str | None, ignore_already_started: bool,
-                  options: StartFlowOptions | None = None) -> t.StartRequest:
+                  options: StartFlowOptions | None = None, *, generated_id: bool = False) -> t.StartRequest:
     """Everything about a start that needs no database: checks, input, options (its request id
-    and ignore_already_started replace the arguments')."""
+    and ignore_already_started replace the arguments'). `generated_id`: the flow id is one dex
+    made in its reserved form (a SubFlow's `SubFlow:...`), not a user's."""
     definition = definitions.registry.definition_of(flow)
     start = definition.start_step
-    flow_id = check_flow_id(new_flow_id(definition.flow_type) if flow_id is None else flow_id)
+    if not generated_id:
+        flow_id = check_flow_id(new_flow_id(definition.flow_type) if flow_id is None else flow_id)
+    assert flow_id is not None
     nxt: t.NextStep | None = None
     if start is None:  # it idles until an RPC starts a step, as on a Dex server
         if input is not None:

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
-from dexcli.engine.wait_kinds import TIMER
+from dexcli.engine.wait_kinds import SUBFLOW, TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
     AttemptRecord,
@@ -62,6 +62,8 @@ def flow_summary(flow: FlowRecord) -> dict[str, Any]:
         "errorMessage": flow.error_message,
         "completions": _j(flow.completions) or [],
         **start_options(flow),
+        **({"parentFlowId": flow.parent_flow_id, "parentStepExecutionId": flow.parent_step_execution_id}
+           if flow.parent_flow_id else {}),
     }
 
 
@@ -261,10 +263,23 @@ def _active(s: StepRecord, at: float, attempts: list[AttemptRecord]) -> dict[str
             "waitingCondition": None if wait is None else _waiting_condition(wait),
             "completedConditions": None if wait is None else {"completedTimerConditions": {
                 str(t["conditionIndex"]): f"INTERNAL_TIMER_STATUS_{t['status']}" for t in timers
-                if t["status"] != "PENDING"}},
+                if t["status"] != "PENDING"}, **_completed_sub_flows(wait)},
             "stepExecutionLocals": [{"key": k, "value": json.loads(v)} for k, v in (_j(s.locals) or {}).items()],
             "timers": timers,
             "lastFailureInfo": last_failure(s, attempts)}
+
+
+def _completed_sub_flows(wait: dict[str, Any]) -> dict[str, Any]:
+    """A wait's ended SubFlows by subFlowIndex, as the server's completedSubFlowResults
+    (FlowResult: flowStatus, results, errorType, errorMessage); nothing for a wait without any."""
+    subs = [c for c in wait["conditions"] if c["kind"] == SUBFLOW]
+    if not subs:
+        return {}
+    return {"completedSubFlowResults": {
+        str(c["subFlowIndex"]): {"flowStatus": f"FLOW_STATUS_{c['result']['status']}",
+                                 "results": c["result"]["completions"], "errorType": c["result"]["errorType"],
+                                 "errorMessage": c["result"]["errorMessage"]}
+        for c in subs if c.get("result") is not None}}
 
 
 FAILED_OUTCOMES = ("FAILED", "TIMED_OUT", "LOST")
@@ -390,8 +405,8 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
     for v in by_step.values():
         v.sort(key=lambda a: a.attempt)
     step_rows = store.steps_of(flow_id)
-    pending, attrs, lock_rows = store.read(lambda tx: (tx.pending_messages(flow_id), tx.attribute_values(flow_id),
-                                                       tx.locks_of(flow_id, now)))
+    pending, attrs, lock_rows, children = store.read(lambda tx: (
+        tx.pending_messages(flow_id), tx.attribute_values(flow_id), tx.locks_of(flow_id, now), tx.children_of(flow_id)))
     locks = Locks(lock_rows)
     steps = [_step(s, by_step.get(s.step_execution_id, []), now, locks) for s in step_rows]
     streams: dict[str, list[dict[str, Any]]] = {}
@@ -409,4 +424,12 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "runs": [run_summary(r, row) for r in store.runs_of(row)],
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
+        "subFlows": [sub_flow(c) for c in children],  # the children its waits started (SubFlows)
     }
+
+
+def sub_flow(child: FlowRecord) -> dict[str, Any]:
+    """A child flow as its parent's snapshot lists it."""
+    return {"flowId": child.flow_id, "runId": child.run_id, "flowType": child.flow_type,
+            "flowStatus": child.status.value, "stepExecutionId": child.parent_step_execution_id,
+            "startTime": iso(child.start_time), "closeTime": iso(child.close_time)}

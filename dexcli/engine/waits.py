@@ -6,13 +6,17 @@ message counts and `now`, whether the wait is ready and what it selects and cons
 
   all_of               every condition is ready; all of them are selected
   any_of               the first ready condition in canonical order (Timers, then Channels,
-                       each in argument order) is selected; only it consumes messages
+                       then SubFlows, each in argument order) is selected; only it consumes messages
   any_combination_of   the first combination (argument order) whose conditions are all ready
   skip_immediately     ready at once, nothing selected
 
 A timer is ready once its firing time has passed or it was skipped. A channel condition is
 ready once `at_least` messages are queued (none: at once) and then takes the queued messages
-up to `at_most` (none: all). Conditions of one group on the same queue count in order.
+up to `at_most` (none: all). Conditions of one group on the same queue count in order. A
+SubFlow condition is ready once its child has ended (its `result`, written into the wait by
+the child's close or by the start that found it ended: dexcli.engine.transitions.subflows);
+its `subFlowIndex` counts SubFlows only, and one SubFlow named in several combinations (by its
+condition id) is one condition, one child.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.engine.wait_kinds import CHANNEL as CHANNEL
+from dexcli.engine.wait_kinds import SUBFLOW as SUBFLOW
 from dexcli.engine.wait_kinds import TIMER as TIMER
 from dexcli.sdk.channels import Channel, ChannelMap, physical_name
 from dexcli.sdk.conditions import (
@@ -32,7 +37,8 @@ from dexcli.sdk.conditions import (
     Wait,
     WaitKind,
 )
-from dexcli.sdk.errors import InvalidStepResultError, NotSupportedYetError
+from dexcli.sdk.errors import InvalidStepResultError
+from dexcli.sdk.flow import Flow
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +56,15 @@ class _Flat:
     conditions: list[dict[str, Any]] = field(default_factory=list)
     combinations: list[list[int]] = field(default_factory=list)
     timers: int = 0
+    subflows: list[SubFlowCondition] = field(default_factory=list)  # by subFlowIndex
+    subflow_ids: dict[str, int] = field(default_factory=dict)  # condition id -> its index
 
 
-def persist(wait: Any, channels: dict[str, Any], now: float) -> dict[str, Any]:
+def persist(wait: Any, channels: dict[str, Any], now: float,
+            subflows: list[SubFlowCondition] | None = None) -> dict[str, Any]:
     """The JSON form of a Wait returned at `now`; InvalidStepResultError when it is not one
-    this flow can wait on."""
+    this flow can wait on. Its SubFlow conditions are appended to `subflows` (by subFlowIndex):
+    their children are started by the engine when the wait commits."""
     if not isinstance(wait, Wait):
         raise InvalidStepResultError(f"wait_for returned {type(wait).__name__}, not a Wait")
     flat = _Flat()
@@ -74,6 +84,8 @@ def persist(wait: Any, channels: dict[str, Any], now: float) -> dict[str, Any]:
         for c in wait.conditions:
             _add(flat, c, channels, now)
     _check_ids(flat, wait.kind)
+    if subflows is not None:
+        subflows.extend(flat.subflows)
     out: dict[str, Any] = {"kind": wait.kind.value, "conditions": flat.conditions}
     if flat.combinations:
         out["combinations"] = flat.combinations
@@ -111,7 +123,19 @@ def _add(flat: _Flat, c: Condition, channels: dict[str, Any], now: float) -> int
     elif isinstance(c, ChannelCondition):
         flat.conditions.append(_channel(index, c, channels))
     elif isinstance(c, SubFlowCondition):
-        raise NotSupportedYetError("SubFlow conditions: dex does not run child flows yet")
+        known = flat.subflow_ids.get(c.condition_id) if c.condition_id is not None else None
+        if known is not None:  # the same SubFlow in another combination: one child
+            return known
+        flow = c.flow
+        if not isinstance(flow, Flow):
+            what = f"the class {flow.__name__}" if isinstance(flow, type) else type(flow).__name__
+            raise InvalidStepResultError(f"SubFlow.run needs the target Flow instance, not {what}")
+        if c.condition_id is not None:
+            flat.subflow_ids[c.condition_id] = index
+        flat.conditions.append({"index": index, "kind": SUBFLOW, "conditionId": c.condition_id,
+                                "subFlowIndex": len(flat.subflows), "flowType": flow.get_flow_type(),
+                                "flowId": None, "result": None})
+        flat.subflows.append(c)
     else:
         raise InvalidStepResultError(f"{type(c).__name__} is not a Wait condition")
     return index
@@ -134,6 +158,11 @@ def timer_ready(c: dict[str, Any], now: float) -> bool:
     return bool(c["skipped"]) or now >= c["firingTime"]
 
 
+def subflow_ready(c: dict[str, Any]) -> bool:
+    """A SubFlow condition is ready once its child has ended (however it ended)."""
+    return c.get("result") is not None
+
+
 def _group(conds: list[dict[str, Any]], counts: dict[str, int], now: float) -> dict[int, int] | None:
     """Whether every condition of a group is ready together; the counts its channels take."""
     used: dict[str, int] = {}
@@ -141,6 +170,10 @@ def _group(conds: list[dict[str, Any]], counts: dict[str, int], now: float) -> d
     for c in conds:
         if c["kind"] == TIMER:
             if not timer_ready(c, now):
+                return None
+            continue
+        if c["kind"] == SUBFLOW:
+            if not subflow_ready(c):
                 return None
             continue
         queue = c["queue"]
@@ -164,7 +197,7 @@ def evaluate(wait: dict[str, Any], counts: dict[str, int], now: float) -> Select
         takes = _group(conds, counts, now)
         return None if takes is None else Selection(tuple(c["index"] for c in conds), takes, fired)
     if kind is WaitKind.ANY_OF:
-        ordered = [c for c in conds if c["kind"] == TIMER] + [c for c in conds if c["kind"] == CHANNEL]
+        ordered = [c for kind in (TIMER, CHANNEL, SUBFLOW) for c in conds if c["kind"] == kind]
         for c in ordered:
             takes = _group([c], counts, now)
             if takes is not None:
@@ -187,6 +220,11 @@ def next_timer(wait: dict[str, Any], now: float) -> float | None:
 
 def queues(wait: dict[str, Any]) -> list[str]:
     return sorted({c["queue"] for c in wait["conditions"] if c["kind"] == CHANNEL})
+
+
+def subflow_conditions(wait: dict[str, Any]) -> list[dict[str, Any]]:
+    """The SubFlow conditions of a persisted wait, by subFlowIndex."""
+    return [c for c in wait["conditions"] if c["kind"] == SUBFLOW]
 
 
 def find_timer(wait: dict[str, Any], condition_id: str | None, index: int | None) -> dict[str, Any] | None:

@@ -295,9 +295,12 @@ def to_jsonable(value: Any) -> Any:
         raise ValueMappingError(f"cannot encode {type(value).__name__} as JSON: {exc}") from exc
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps builds one per call
+
+
 def encode(value: Any) -> str:
     """JSON text of a value."""
-    return json.dumps(to_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(to_jsonable(value))
 
 
 @lru_cache(maxsize=512)
@@ -332,6 +335,8 @@ def from_jsonable(data: Any, tp: Any) -> Any:
     codec = _custom_codec(tp)
     if codec is not None:
         return _from_json_data(codec, data)
+    if type(data) is tp and tp in _SCALARS:  # already what strict validation would return
+        return data
     from pydantic import ValidationError
 
     try:

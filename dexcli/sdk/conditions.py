@@ -148,11 +148,41 @@ class Timer:
 
 
 class SubFlow:
-    """A child flow as a condition. dex defines it; running it is refused (not yet)."""
+    """A child flow as a condition of a Wait, and what `execute` reads of it.
+
+    `run` starts (or, by the options' reuse policy, reuses) the child when the wait is
+    committed, in the same transaction; the child is a flow of its own, with the id
+    `SubFlow:<parentFlowId>-<stepExecutionId>-<index>` (index: the SubFlow's order among the
+    wait's SubFlow conditions). The condition is ready once the child has ended, however it
+    ended (completed, failed, canceled, terminated): the result says which. The parent's end
+    does not stop the child.
+    """
 
     @staticmethod
     def run(flow: Any, input: object, options: Any = None) -> Condition:
-        return SubFlowCondition(flow=flow, input=input, options=options)
+        # options None: SubFlowOptions() (the engine reads None so)
+        return SubFlowCondition(condition_id=getattr(options, "condition_id", None), flow=flow, input=input,
+                                options=options)
+
+    @staticmethod
+    def get_condition_results(context: Any, index: int = 0) -> Any:
+        """The index-th SubFlow's FlowResult, during `execute`: the child's end (status,
+        completions, error), or a RUNNING snapshot for a child still running when another
+        condition of an any_of won."""
+        return SubFlow._hook(context, "_sub_flow_result")(index)
+
+    @staticmethod
+    def get_flow_id(context: Any, index: int = 0) -> str:
+        """The index-th SubFlow's flow id (usable with Client.stop_flow for an any_of loser)."""
+        flow_id: str = SubFlow._hook(context, "_sub_flow_id")(index)
+        return flow_id
+
+    @staticmethod
+    def _hook(context: Any, name: str) -> Any:
+        hook = getattr(context, name, None)
+        if hook is None:
+            raise TypeError("SubFlow access requires a Dex invocation Context")
+        return hook
 
 
 @dataclass(frozen=True)

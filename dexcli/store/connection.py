@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -435,8 +435,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN num INTEGER", "UPDATE flows SET num = rowid",
         "ALTER TABLE history RENAME TO old_history",
     ),
-    # 6: a run's FlowConfig, and the continue-as-new chain it belongs to (transitions/continuing.py)
+    # 6: SubFlows. A child flow's row names its parent step execution (schema.sql adds the
+    # index flows_children); older flows have none.
     5: (
+        "ALTER TABLE flows ADD COLUMN parent_flow_id TEXT",
+        "ALTER TABLE flows ADD COLUMN parent_step_execution_id TEXT",
+    ),
+    # 7: a run's FlowConfig, and the continue-as-new chain it belongs to (transitions/continuing.py)
+    6: (
         "ALTER TABLE flows ADD COLUMN flow_config TEXT",
         "ALTER TABLE flows ADD COLUMN first_run_id TEXT",
         "ALTER TABLE flows ADD COLUMN step_numbers TEXT",

@@ -84,6 +84,8 @@ class FlowRecord:
     timeout_handler_options: str | None = None  # handle_timeout's ResolvedOptions JSON (HANDLER)
     start_delay: float | None = None  # seconds the start step waited to become eligible
     id_reuse_policy: str | None = None  # the IdReusePolicy name it was started with
+    parent_flow_id: str | None = None  # a SubFlow: the flow whose wait started it
+    parent_step_execution_id: str | None = None  # ... and the step execution of that wait
     flow_config: str | None = None  # the run's FlowConfig as set, JSON in protojson keys; None: dex's defaults
     first_run_id: str | None = None  # the first run of its continue-as-new chain; None: this run is
     step_numbers: str | None = None  # JSON {stepType: n, "": all}: step executions earlier runs numbered

@@ -28,7 +28,11 @@ CREATE TABLE IF NOT EXISTS flows (
     start_delay   REAL,                 -- StartFlowOptions.start_delay (seconds)
     id_reuse_policy TEXT,               -- the IdReusePolicy it was started with
     num           INTEGER,              -- the flow's number: its history's keys (see history)
-    -- FlowConfig and continue-as-new (schema 6):
+    -- SubFlows (schema 6): a child flow names the parent step execution whose Wait started it;
+    -- the parent's Wait JSON names each child (flowId, runId), so the link is kept both ways
+    parent_flow_id TEXT,
+    parent_step_execution_id TEXT,
+    -- FlowConfig and continue-as-new (schema 7):
     flow_config   TEXT,                 -- the run's FlowConfig as set (protojson keys, JSON); NULL: dex's defaults
     first_run_id  TEXT,                 -- the first run of its continue-as-new chain; NULL: this run
     step_numbers  TEXT                  -- {stepType: n, "": all} step executions numbered by earlier runs of the chain
@@ -41,6 +45,7 @@ CREATE INDEX IF NOT EXISTS flows_by_type   ON flows(flow_type, start_time);
 -- queries name these partial indexes' WHERE terms exactly (SQLite uses a partial index only then).
 CREATE INDEX IF NOT EXISTS flows_timeouts  ON flows(timeout_at) WHERE timeout_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS flows_offsets   ON flows(clock_offset) WHERE clock_offset != 0;
+CREATE INDEX IF NOT EXISTS flows_children  ON flows(parent_flow_id) WHERE parent_flow_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS steps (
     flow_id           TEXT NOT NULL REFERENCES flows(flow_id),

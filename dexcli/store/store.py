@@ -291,6 +291,18 @@ class Store:
     def running_flow_ids(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT flow_id FROM flows WHERE status = 'RUNNING'")]
 
+    def running_descendants(self, flow_ids: list[str]) -> list[str]:
+        """The running SubFlows started by these flows, and theirs, at any depth (a drive of a
+        parent drives its children too)."""
+        if not flow_ids:
+            return []
+        marks = ", ".join("?" * len(flow_ids))
+        sql = (f"WITH RECURSIVE kids(id) AS (SELECT flow_id FROM flows WHERE parent_flow_id IN ({marks}) "
+               "AND parent_flow_id IS NOT NULL UNION SELECT f.flow_id FROM flows f JOIN kids k "
+               "ON f.parent_flow_id = k.id AND f.parent_flow_id IS NOT NULL) "
+               "SELECT f.flow_id FROM flows f JOIN kids k ON f.flow_id = k.id WHERE f.status = 'RUNNING'")
+        return [r[0] for r in self._rows(sql, tuple(flow_ids))]
+
     def steps_of(self, flow_id: str) -> list[StepRecord]:
         return [step_record(r, self.path) for r in
                 self._rows(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? ORDER BY seq", (flow_id,))]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dexcli.store.indexed import FLOWS_WITH_TIMEOUT
-from dexcli.store.records import FLOW_COLUMNS
+from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 
 ARCHIVE_SEPARATOR = "$"
 
@@ -47,6 +47,17 @@ class StartSettings:
 
 class RunStatements:
     c: sqlite3.Connection
+
+    # --- SubFlows: a child names its parent step execution; it starts on its parent's clock ---
+    def set_parent(self, flow_id: str, parent_flow_id: str, parent_seid: str, clock_offset: float) -> None:
+        self.c.execute("UPDATE flows SET parent_flow_id = ?, parent_step_execution_id = ?, clock_offset = ? "
+                       "WHERE flow_id = ?", (parent_flow_id, parent_seid, clock_offset, flow_id))
+
+    def children_of(self, flow_id: str) -> list[FlowRecord]:
+        """The flows a wait of this flow started (their archived runs too), oldest first."""
+        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE parent_flow_id = ? ORDER BY num",
+                              (flow_id,)).fetchall()
+        return [flow_record(r, db_of(self.c)) for r in rows]
 
     def set_start_settings(self, flow_id: str, settings: StartSettings, start_time: float) -> None:
         """Record a new run's start options; its timeout fires `timeout` after the start delay."""

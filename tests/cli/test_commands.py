@@ -142,7 +142,7 @@ def test_complete_job_of_the_one_running_polling_flow(cli, db):
 def test_flows_lists_names_classes_modules_descriptions(cli):
     out = cli.ok("flows", db=False).stdout
     lines = out.splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     approval = next(ln for ln in lines if ln.startswith("approval"))
     assert "ApprovalFlow" in approval and "flows.approval" in approval
     payment = next(ln for ln in lines if ln.startswith("payment"))
@@ -151,6 +151,8 @@ def test_flows_lists_names_classes_modules_descriptions(cli):
     assert "PollingFlow" in polling and "flows.polling" in polling and "simulated external job" in polling
     three = next(ln for ln in lines if ln.startswith("three-steps"))
     assert "ThreeStepFlow" in three and "flows.three_steps" in three
+    fan = next(ln for ln in lines if ln.startswith("fan-out"))
+    assert "FanOutFlow" in fan and "flows.fan_out" in fan and "SubFlows" in fan
 
 
 def test_version(cli):

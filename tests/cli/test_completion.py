@@ -104,7 +104,7 @@ def test_tab_in_bash_offers_the_flow_ids(flows: Path) -> None:
 
 
 def test_tab_after_run_offers_the_flow_names(db: Path) -> None:
-    assert _tab(db, "dex run ") == ["approval", "payment", "polling", "three-steps"]
+    assert _tab(db, "dex run ") == ["approval", "fan-out", "payment", "polling", "three-steps"]
     assert _tab(db, "dex run p") == ["payment", "polling"]
 
 

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DRAWN = sorted([*(ROOT / "dexcli" / "cli").glob("*.py"), *(ROOT / "dexcli" / "graph").glob("*.py")])
 # checked against DejaVuSansMono.ttf (fonts-dejavu 2.37) by test_the_allowed_glyphs_are_in_the_font
-ALLOWED = set("·—…→↺∞⊘─━│└┼├┤█░▶◉○●♥✉✓✗╳╌")
+ALLOWED = set("·—…→↺∞⊘─━│└┼├┤█░▶◉○●♥✉✓✗╳╌═↳")
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
 
 

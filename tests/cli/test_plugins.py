@@ -88,7 +88,7 @@ def test_entry_points_are_read_by_group():
 
 def test_the_examples_are_plugins_like_any_other():
     found = installed()
-    assert list(found.plugins) == ["approval", "payment", "polling", "three-steps"]
+    assert list(found.plugins) == ["approval", "fan-out", "payment", "polling", "three-steps"]
     polling = found.plugins["polling"]
     assert [o.name for o in polling.run_options] == ["--job-duration", "--job-fails"]
     assert [c.name for c in polling.commands] == ["complete-job"]
@@ -149,7 +149,7 @@ def test_a_plugin_that_cannot_be_loaded_is_skipped_with_a_warning(cli, plugin_di
     (info / "entry_points.txt").write_text("[dex.flows]\nbroken = dex_test_no_such_module:PLUGIN\n")
     res = cli.ok("flows", db=False)
     names = [ln.split()[0] for ln in res.stdout.splitlines()]
-    assert names == ["approval", "greet", "payment", "polling", "three-steps"]
+    assert names == ["approval", "fan-out", "greet", "payment", "polling", "three-steps"]
     assert res.stderr.splitlines() == [
         "dex: warning: flow plugin dex_test_no_such_module:PLUGIN (entry point 'broken' of dex_broken) cannot be "
         "loaded: ModuleNotFoundError: No module named 'dex_test_no_such_module'"]
@@ -172,7 +172,7 @@ def test_plugins_are_found_in_a_fresh_process(tmp_path, plugin_dir):
                          timeout=30, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     names = [ln.split()[0] for ln in res.stdout.splitlines()]
-    assert names == ["approval", "greet", "payment", "polling", "three-steps"]
+    assert names == ["approval", "fan-out", "greet", "payment", "polling", "three-steps"]
 
 
 # ------------------------------------------------------------------------- one engine per run

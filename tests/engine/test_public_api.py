@@ -29,7 +29,7 @@ EXPECTED_ALL = [
     "ChannelMessageNotFoundError", "ChannelMessagesNotLoadedError", "FlowClosingError", "RequestTimeoutError",
     "RpcLockConflictError",
     "AttributeMatch", "SearchFlowEntry", "SearchFlowsPage", "WaitForAttributeOptions",
-    "WaitForStepCompletionOptions",
+    "WaitForStepCompletionOptions", "SubFlowOptions", "SubFlowReusePolicy",
     "ActiveStepSearchMode", "AsyncBufferedTextStream", "BufferedTextStream", "ErrorSubStatus", "HealthInfo",
 ]
 # Every name is also the official SDK's (tests/parity/test_api_parity.py checks it against

@@ -93,12 +93,13 @@ def load(name: str, source: str, sdk: str) -> types.ModuleType:
 
 
 def flow_of(module: types.ModuleType, sdk: str) -> Any:
-    """An instance of the one Flow class the module defines."""
+    """An instance of the Flow class the module defines: its last, when it defines several (a
+    parent is defined after the SubFlow children it uses)."""
     base = sdk_module(sdk).Flow
     classes = [v for v in vars(module).values()
                if isinstance(v, type) and issubclass(v, base) and v is not base and v.__module__ == module.__name__]
-    assert len(classes) == 1, f"{module.__name__} defines {len(classes)} Flow classes, not one"
-    return classes[0]()
+    assert classes, f"{module.__name__} defines no Flow class"
+    return classes[-1]()
 
 
 @dataclass(frozen=True)

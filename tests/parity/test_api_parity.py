@@ -69,6 +69,8 @@ SIGNATURES = [
     "Client.health_check", "AsyncClient.health_check", "AsyncClient.describe_flow", "HealthInfo",
     "Stream.buffered_text", "BufferedTextStream", "BufferedTextStream.write", "BufferedTextStream.flush",
     "AsyncBufferedTextStream", "AsyncBufferedTextStream.write",
+    "SubFlow.run", "SubFlow.get_condition_results", "SubFlow.get_flow_id", "SubFlowOptions",
+    "SubFlowOptions.with_attribute",
     "FlowConfig", "Client.update_flow_config", "AsyncClient.update_flow_config", "Client.trigger_continue_as_new",
     "AsyncClient.trigger_continue_as_new",
 ]
@@ -274,7 +276,7 @@ def test_codecs_encode_decode_and_refuse_as_the_official_ones(call: Callable[[An
 # --- enums -----------------------------------------------------------------------------------
 
 ENUMS = ["FlowStatus", "FlowErrorType", "IdReusePolicy", "FlowTimeoutPolicy", "StopType", "StepDurability",
-         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode"]
+         "WaitForFailurePolicy", "IndexType", "ErrorSubStatus", "ActiveStepSearchMode", "SubFlowReusePolicy"]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=gap(f"enum-{n}")) for n in ENUMS])

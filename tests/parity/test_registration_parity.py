@@ -53,6 +53,7 @@ CASES = [
     Case("polling_default_registry", "reject", "execute must be synchronous", source=repo_file("flows/polling.py")),
     Case("approval", "accept", source=repo_file("flows/approval.py")),
     Case("payment", "accept", registry=ASYNC, source=repo_file("flows/payment.py")),
+    Case("fan_out", "accept", source=repo_file("flows/fan_out.py")),
     Case("readme_myflow", "accept", source=readme_example),
     # valid flows
     Case("generator_progress", "accept"),

@@ -73,6 +73,26 @@ def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path)
     assert after["history"] == before["history"] and after["steps"] == before["steps"]
 
 
+def test_a_version_4_database_gets_the_subflow_links_and_runs_subflows(tmp_path: Path) -> None:
+    """Schema 6: flows.parent_flow_id / parent_step_execution_id and their index; the flows the
+    old database holds have no parent and no children."""
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    view = inspect(db, "three-done")
+    assert "parentFlowId" not in view["summary"] and view["subFlows"] == []
+    conn = sqlite3.connect(db)
+    try:
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(flows)")}
+        indexes = {r[1] for r in conn.execute("PRAGMA index_list(flows)")}
+    finally:
+        conn.close()
+    assert {"parent_flow_id", "parent_step_execution_id"} <= cols and "flows_children" in indexes
+    res = dex(db, "run", "fan-out", "--flow-id", "fan", "--input", "2", "--time-skip")
+    assert res.returncode == 0, res.stderr
+    assert output(inspect(db, "fan"))["sumOfSquares"] == 5
+    assert inspect(db, "SubFlow:fan-Split-1-1")["summary"]["parentFlowId"] == "fan"
+
+
 def output(view: Any) -> Any:
     (completion,) = view["summary"]["completions"]
     return completion["output"]

@@ -43,10 +43,10 @@ from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 from dexcli.store import FlowRecord, StepState, Tx
 
 TRACKED = ("StepWaitForCompleted", "StepWaitForFailed", "StepExecuteCompleted", "StepExecuteFailed", "StepCanceled",
-           "RpcExecutionCompleted", "TimerSkipped", "FlowConfigUpdated")
+           "RpcExecutionCompleted", "TimerSkipped", "FlowConfigUpdated", "SubFlowCompleted")
 """The events the threshold counts, as the server's ContinueAsNewCounter counts: each method of a
 step execution that ended (2 for a step with a wait_for), and the signals it received — an RPC's
-effects, a skipped timer, a FlowConfig update. A read-only RPC commits nothing and counts nothing
+effects, a skipped timer, a FlowConfig update, a SubFlow's end. A read-only RPC commits nothing and counts nothing
 (the server serves it as a query)."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
+from dexcli.engine.transitions.subflow_results import report_to_parent
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import FlowRecord, FlowState, StartSettings, Tx, json_object, timeout_time
@@ -38,6 +39,7 @@ class StartRequest:
     ignore_already_started: bool
     settings: StartSettings = StartSettings()  # timeout, start delay, id reuse policy
     attributes: dict[str, AttributeWrite] = field(default_factory=dict)  # initial values (with_attribute)
+    parent: tuple[str, str] | None = None  # a SubFlow's (parent flow id, step execution id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,8 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     tx.add_event(req.flow_id, now, "FlowStarted", json_object(
         {"flowType": req.definition.flow_type, "runId": run_id, **first}, ("input", input_json),
         {**_start_options(s, now), **({"previousRunId": previous.previous_run_id} if previous else {}),
-         **({"initialAttributes": initial} if initial else {})}))
+         **({"initialAttributes": initial} if initial else {}),
+         **({"parentFlowId": req.parent[0], "parentStepExecutionId": req.parent[1]} if req.parent else {})}))
     got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
         tx, step, run_id, req.start.spec, req.definition, s.flow_config)
     return Started(run_id, True, got, previous.terminated if previous else None)
@@ -117,6 +120,7 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
         completions = flow.completions if flow else "[]"
     tx.add_event(flow_id, now, "FlowClosed", {"flowStatus": closed.status.value, "errorType": closed.error_type,
                                               "errorMessage": closed.message, "results": json.loads(completions)})
+    report_to_parent(tx, flow_id, now)  # a SubFlow's end: its parent's wait re-evaluates
     return True
 
 

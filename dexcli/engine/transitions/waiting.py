@@ -3,7 +3,8 @@ execute queued), messages published, a timer skipped, step executions cancelled,
 effects applied. Like dexcli.engine.transitions: functions over one transaction that take
 facts and `now` and return records; the engine commits them and acts after COMMIT.
 
-    commit_wait   a wait_for attempt's Wait: the step WAITING, timers' firing times fixed
+    commit_wait   a wait_for attempt's Wait: the step WAITING, timers' firing times fixed, its
+                  SubFlows' children started (transitions.subflows)
     wake_step     re-evaluate one waiting step; if ready, consume and queue (or lease) execute
     wake_flow     the same for every waiting step of a flow, in creation order
     publish       staged channel messages appended (UUIDv7 ids), FIFO per queue
@@ -26,6 +27,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions.continuing import when_due
 from dexcli.engine.transitions.steps import AttemptKey, Fenced, Leased, end_call, lease
+from dexcli.engine.transitions.subflows import ChildStart, ChildStarted, start_children
 from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.options import ResolvedOptions
 from dexcli.store import AttemptOutcome, Runnable, StepRecord, StepState, Tx
@@ -74,6 +76,14 @@ class Woken:
     leased: Leased | None
 
 
+@dataclass(frozen=True, slots=True)
+class Waited:
+    """A committed wait: the step it woke at once (ready already), and its SubFlows' children."""
+
+    woken: Woken | None
+    children: tuple[ChildStarted, ...] = ()
+
+
 # ------------------------------------------------------------------------------ publish -----
 def publish(tx: Tx, flow_id: str, messages: list[tuple[str, str]], source: str, now: float) -> list[str]:
     """Append messages to their queues; returns their ids."""
@@ -87,9 +97,11 @@ def publish(tx: Tx, flow_id: str, messages: list[tuple[str, str]], source: str, 
 
 # ------------------------------------------------------------------------------ commit ------
 def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any], started: float,
-                effects: Effects, definitions: Definitions, now: float, owner: str | None) -> Woken | None:
-    """A wait_for attempt returned `wait` (persisted form): the step waits from now; then it is
-    evaluated at once (it may be ready already). Fenced when the attempt is no longer ours."""
+                effects: Effects, definitions: Definitions, now: float, owner: str | None,
+                children: tuple[ChildStart, ...] = ()) -> Waited:
+    """A wait_for attempt returned `wait` (persisted form): the step waits from now, the
+    children of its SubFlow conditions start; then it is evaluated at once (it may be ready
+    already). Fenced when the attempt is no longer ours."""
     flow = tx.get_flow(key.flow_id)
     if flow is None or not flow.is_running:
         raise Fenced()
@@ -98,6 +110,10 @@ def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any],
     if not tx.wait_step(key.flow_id, key.seid, key.owner, key.attempt, text, now, w.next_timer(wait, now),
                         locals_json):
         raise Fenced()
+    kids: tuple[ChildStarted, ...] = ()
+    if children:
+        kids = tuple(start_children(tx, flow, key.seid, wait, children, now))
+        tx.set_wait(key.flow_id, key.seid, json.dumps(wait), w.next_timer(wait, now))
     tx.end_attempt(key.flow_id, key.seid, key.attempt, key.owner, now, AttemptOutcome.COMPLETED)
     end_call(tx, step, now)
     if effects.attributes:
@@ -109,7 +125,7 @@ def commit_wait(tx: Tx, key: AttemptKey, step: StepRecord, wait: dict[str, Any],
     woken = wake_step(tx, fresh, definitions, now, owner, started=started)
     if effects.publishes:
         wake_flow(tx, key.flow_id, definitions, now, None)
-    return woken
+    return Waited(woken, kids)
 
 
 # ------------------------------------------------------------------------------ wake --------
@@ -147,6 +163,9 @@ def _consume(tx: Tx, flow_id: str, wait: dict[str, Any], sel: w.Selection, count
             entry["timerIndex"] = c["timerIndex"]
             entry["fired"] = sel.timers_fired[c["timerIndex"]]
             entry["skipped"] = c["skipped"]
+        elif c["kind"] == w.SUBFLOW:  # the child's result, or (still running) none: a RUNNING snapshot
+            entry.update(subFlowIndex=c["subFlowIndex"], flowType=c["flowType"], flowId=c["flowId"],
+                         runId=c.get("runId"), result=c["result"])
         else:
             taken = tx.take_messages(flow_id, c["queue"], sel.takes.get(c["index"], 0))
             counts[c["queue"]] = counts.get(c["queue"], 0) - len(taken)
