@@ -4,9 +4,10 @@ parent's wait re-evaluate (Dex's SubFlow completion signal).
 `flows.close` calls `report_to_parent` in the transaction that closes any flow: a child whose
 parent step still waits on it (the parent's Wait names the child's flow id and run id — or an
 earlier run of the child's continue-as-new chain — and has no result for it yet) gets its
-result recorded in that Wait, and the parent step becomes due now (on the parent's clock), so the next scheduler pass that drives the parent evaluates it
-(`Engine.claim` -> `waiting.wake_step`). A parent that has moved on (an any_of another
-condition won, a closed parent) is left as it is: the child's end changes nothing there.
+result recorded in that Wait, and the parent step becomes due now (on the parent's clock), so
+the next scheduler pass that drives the parent evaluates it (`Engine.claim` ->
+`waiting.wake_step`). A parent that has moved on (an any_of another condition won, a closed
+parent) is left as it is: the child's end changes nothing there.
 """
 
 from __future__ import annotations
