@@ -453,3 +453,27 @@ def test_a_parent_and_a_child_that_continue_as_new_keep_their_link(env: DexTestE
     assert "SubFlowCompleted" in [e["type"] for e in snap["history"]]  # reported to the new run
     child = env.inspect(child_id("p", 0))
     assert child["summary"]["parentFlowId"] == "p" and len(child["runs"]) == 2
+
+
+def test_a_child_inherits_its_parents_flow_config_with_the_override_over_it(env: DexTestEnv) -> None:
+    from dexcli import FlowConfig, StepDurability
+
+    SEEN["options"] = {0: SubFlowOptions(config_override=FlowConfig(continue_as_new_threshold=7))}
+    env.client.start_flow(ParentFlow(), "p", ["ok:1", "ok:2"], StartFlowOptions(config_override=FlowConfig(
+        step_durability=StepDurability.ASYNC, continue_as_new_threshold=50)))
+    assert env.client.wait_for_flow("p").single_output(list) == ["COMPLETED", "COMPLETED"]
+    assert env.inspect(child_id("p", 0))["state"]["flowConfig"] == {
+        "stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 7}
+    assert env.inspect(child_id("p", 1))["state"]["flowConfig"] == {
+        "stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 50}
+
+
+def test_a_child_config_override_dex_cannot_apply_fails_the_wait_for(env: DexTestEnv) -> None:
+    from dexcli import FlowConfig
+
+    SEEN["options"] = {0: SubFlowOptions(config_override=FlowConfig(worker_target=object()))}
+    env.start(ParentFlow(), ["ok:1"], flow_id="p")
+    env.drive(["p"])
+    assert env.inspect("p")["summary"]["flowStatus"] == "FAILED"
+    assert "worker_target" in json.dumps(env.inspect("p")["steps"][0]["attempts"])
+    assert env.store.get_flow(child_id("p", 0)) is None
