@@ -4,7 +4,9 @@ Stored on the flow row (`flows.flow_config`) as the protojson of the server's Fl
 the fields that were set: `activeStepSearchMode`, `continueAsNewThreshold`,
 `continueAsNewPageSizeInBytes`, `stepDurability`, `attributeStoreNames {names}`. A start's
 `config_override` is applied over dex's defaults; `Client.update_flow_config` merges the fields
-it sets over the run's (UpdateByAPI). `dex inspect --json` shows the run's config over dex's
+it sets over the run's (UpdateByAPI); a SubFlow child starts with its parent's, its
+`SubFlowOptions.config_override` merged over it (transitions/subflows.py); a continue-as-new
+carries it to the new run. `dex inspect --json` shows the run's config over dex's
 defaults as `state.flowConfig` (engine.views.FLOW_CONFIG_DEFAULTS).
 
 What each field does in dex:
