@@ -40,14 +40,14 @@ from typing import Any
 
 from dexcli.engine.flow_config import merged, page_size, threshold
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
-from dexcli.store import FlowRecord, StepState, Tx
+from dexcli.store import FlowRecord, StepRecord, StepState, Tx
 
 TRACKED = ("StepWaitForCompleted", "StepWaitForFailed", "StepExecuteCompleted", "StepExecuteFailed", "StepCanceled",
            "RpcExecutionCompleted", "TimerSkipped", "FlowConfigUpdated", "SubFlowCompleted")
 """The events the threshold counts, as the server's ContinueAsNewCounter counts: each method of a
 step execution that ended (2 for a step with a wait_for), and the signals it received — an RPC's
-effects, a skipped timer, a FlowConfig update, a SubFlow's end. A read-only RPC commits nothing and counts nothing
-(the server serves it as a query)."""
+effects, a skipped timer, a FlowConfig update, a SubFlow's end. A read-only RPC commits nothing
+and counts nothing (the server serves it as a query)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +126,6 @@ def _roll_over(tx: Tx, flow: FlowRecord, now: float, reason: str) -> Continued:
     return Continued(flow_id, run_id, flow.run_id, archived, tuple(s.step_execution_id for s in open_steps), reason)
 
 
-def _step(s: Any) -> dict[str, Any]:
+def _step(s: StepRecord) -> dict[str, Any]:
     return {"stepExecutionId": s.step_execution_id, "stepType": s.step_type, "status": s.status.value,
             "fromStepExecutionId": s.from_step_execution_id}
