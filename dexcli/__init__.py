@@ -203,6 +203,9 @@ if TYPE_CHECKING:  # the public API; at run time each name loads on first use
     from dexcli.sdk.flow_config import (
         ActiveStepSearchMode as ActiveStepSearchMode,
     )
+    from dexcli.sdk.flow_config import (
+        FlowConfig as FlowConfig,
+    )
     from dexcli.sdk.options import (
         RetryPolicy as RetryPolicy,
     )

@@ -20,8 +20,9 @@ from typing import Any
 
 from dexcli.builder import build_engine
 from dexcli.client_waits import WaitOps
-from dexcli.engine import Engine, SkipTimer, StopFlow, TimeTravelRequest
+from dexcli.engine import ContinueAsNew, Engine, SkipTimer, StopFlow, TimeTravelRequest, UpdateFlowConfig
 from dexcli.engine.clock import Clock, flow_time
+from dexcli.engine.flow_config import config_fields
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.conditions import StepExecutionId, TimerId
 from dexcli.sdk.errors import (
@@ -32,6 +33,7 @@ from dexcli.sdk.errors import (
     ValueMappingError,
 )
 from dexcli.sdk.flow import Flow
+from dexcli.sdk.flow_config import FlowConfig
 from dexcli.sdk.options import fits_seconds32
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import (
@@ -146,6 +148,13 @@ class _Ops(WaitOps):
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self.engine.change(SkipTimer(flow_id, str(step_execution_id), timer_id.condition_id,
                                      timer_id.condition_index))
+
+    def update_config(self, flow_id: str, config: FlowConfig) -> None:
+        fields = config_fields(config, "update_flow_config")  # checked before the flow is looked up
+        self.engine.change(UpdateFlowConfig(_require_id(flow_id), fields))
+
+    def continue_as_new(self, flow_id: str) -> None:
+        self.engine.change(ContinueAsNew(_require_id(flow_id)))
 
     def health(self, closed: bool) -> HealthInfo:
         """The local service's health: its database can be read (DexServiceError if not)."""
@@ -342,8 +351,22 @@ class Client(_Closing):
     def search_flows(self, query: str, page_size: int, next_page_token: str = "", *,
                      include_continued_as_new: bool = False) -> SearchFlowsPage:
         """One page of the flows a visibility query matches (dexcli.store.query has the language);
-        pass `next_page_token` back for the next page. dex has no continued-as-new runs."""
-        return self._ops.search(query, page_size, next_page_token)
+        pass `next_page_token` back for the next page. The earlier runs of a continue-as-new
+        chain are left out unless `include_continued_as_new`."""
+        return self._ops.search(query, page_size, next_page_token, include_continued_as_new)
+
+    def update_flow_config(self, flow_id: str, config: FlowConfig) -> None:
+        """Merge `config`'s fields that are not None into the running flow's FlowConfig
+        (dexcli.engine.flow_config: what each does in dex; worker_target is refused).
+        FlowNotActiveOrNotFoundError if the flow is missing or closed."""
+        self._ops.update_config(flow_id, config)
+
+    def trigger_continue_as_new(self, flow_id: str) -> None:
+        """Roll the running flow over into a new run of the same flow id now: its open steps,
+        attributes, pending messages and outputs carry over, its history starts again
+        (dexcli.engine.transitions.continuing). FlowNotActiveOrNotFoundError if the flow is
+        missing or closed."""
+        self._ops.continue_as_new(flow_id)
 
     def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
         """`(flow_id, attribute, [instance,] match, options)`: drive the flow until the attribute's
@@ -461,7 +484,13 @@ class AsyncClient(_Closing):
 
     async def search_flows(self, query: str, page_size: int, next_page_token: str = "", *,
                            include_continued_as_new: bool = False) -> SearchFlowsPage:
-        return self._ops.search(query, page_size, next_page_token)
+        return self._ops.search(query, page_size, next_page_token, include_continued_as_new)
+
+    async def update_flow_config(self, flow_id: str, config: FlowConfig) -> None:
+        self._ops.update_config(flow_id, config)
+
+    async def trigger_continue_as_new(self, flow_id: str) -> None:
+        self._ops.continue_as_new(flow_id)
 
     async def wait_for_attribute_match(self, flow_id: str, attribute: Any, *args: Any, **kwargs: Any) -> Any:
         """As Client.wait_for_attribute_match, polling while the engine runs on this loop."""

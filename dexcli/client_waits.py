@@ -22,7 +22,7 @@ from dexcli.sdk.errors import DexServiceError, FlowNotActiveOrNotFoundError, Req
 from dexcli.sdk.results import FlowStatus
 from dexcli.sdk.search import SearchFlowEntry, SearchFlowsPage, stored_value
 from dexcli.sdk.wait_options import WaitForStepCompletionOptions, duration_seconds
-from dexcli.store import Store
+from dexcli.store import ARCHIVE_SEPARATOR, FlowRecord, FlowState, Store
 from dexcli.store.query import QueryError
 from dexcli.store.search import attribute_value, search_flows
 
@@ -54,13 +54,16 @@ class WaitOps:
         flow = self.store.get_flow(flow_id)
         return flow is not None and flow.is_running
 
-    def search(self, query: str, page_size: int, token: str) -> SearchFlowsPage:
+    def search(self, query: str, page_size: int, token: str, include_continued_as_new: bool = False
+               ) -> SearchFlowsPage:
         try:
-            page = search_flows(self.store, query, page_size, token, declared=self._declared_index_keys)
+            page = search_flows(self.store, query, page_size, token, declared=self._declared_index_keys,
+                                include_continued_as_new=include_continued_as_new)
         except QueryError as e:  # the server's INVALID_ARGUMENT
             raise DexServiceError(str(e)) from e
         return SearchFlowsPage([SearchFlowEntry(
-            h.flow.flow_id, h.flow.run_id, h.flow.flow_type, FlowStatus[h.flow.status.name], _dt(h.flow.start_time),
+            _flow_id_of(h.flow), h.flow.run_id, h.flow.flow_type, FlowStatus[h.flow.status.name],
+            _dt(h.flow.start_time),
             None if h.flow.close_time is None else _dt(h.flow.close_time),
             {k: stored_value(v) for k, v in h.indexed.items()}) for h in page.hits], page.next_page_token)
 
@@ -112,3 +115,11 @@ class WaitOps:
         if not self.running(flow_id):
             return FlowNotActiveOrNotFoundError(f"flow {flow_id!r} ended (or is gone) before {what}")
         return RequestTimeoutError(f"request timed out waiting for {what} of flow {flow_id!r}")
+
+
+def _flow_id_of(flow: FlowRecord) -> str:
+    """The flow id a run belongs to: an earlier run of a continue-as-new chain is kept under
+    `<flow_id>$<run_id>`, and a search names it by its flow id and run id, as Dex does."""
+    if flow.status is FlowState.CONTINUED_AS_NEW:
+        return flow.flow_id.split(ARCHIVE_SEPARATOR, 1)[0]
+    return flow.flow_id

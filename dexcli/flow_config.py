@@ -2,5 +2,6 @@
 `from dex.flow_config import ...` becomes, for the names dex has."""
 
 from dexcli.sdk.flow_config import ActiveStepSearchMode as ActiveStepSearchMode
+from dexcli.sdk.flow_config import FlowConfig as FlowConfig
 
-__all__ = ["ActiveStepSearchMode"]
+__all__ = ["ActiveStepSearchMode", "FlowConfig"]

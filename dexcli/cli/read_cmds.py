@@ -19,7 +19,7 @@ from dexcli.cli.shown import shown, shown_data
 if TYPE_CHECKING:
     from dexcli.store import FlowRecord
 
-STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
+STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW")
 LIST_HEADERS = ("flow id", "type", "status", "started (UTC)", "duration", "result / error")
 SKIPPED = " skipped)"  # the end of a duration whose flow's clock was skipped ahead
 
@@ -36,7 +36,8 @@ def inspect(
     step: str | None = typer.Option(None, "--step", metavar="STEP",
                                     help="With --history: only the events of this step (AwaitJob-1 or AwaitJob)."),
     run_id: str | None = typer.Option(None, "--run-id", metavar="RUN",
-                                      help="An earlier run of the flow id (from time travel or id reuse)."),
+                                      help="One run of the flow id: an earlier one (time travel, continue-as-new, "
+                                           "id reuse) or the current one, as the Dex CLI's --run-id."),
 ) -> None:
     """Show everything about one flow: steps and every attempt, checkpoints, deadlines, Streams, history."""
     from dexcli.cli.quick import show_inspect
@@ -120,7 +121,8 @@ def _print_timeline(snap: dict[str, Any], offset: float, svg: Path | None) -> No
 
 
 def list_flows(
-    status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED or TERMINATED."),
+    status: str | None = typer.Option(None, "--status", help="RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED or "
+                                                              "CONTINUED_AS_NEW."),
     flow_type: str | None = typer.Option(None, "--type", help="Only this flow type (e.g. PollingFlow)."),
     limit: int = typer.Option(20, "--limit", min=1, max=MAX_LIST_LIMIT, help="How many, newest first."),
     json_out: bool = typer.Option(False, "--json", help="JSON: a list of summaries (--query: {flows, nextPageToken})."),
@@ -132,6 +134,8 @@ def list_flows(
     page_size: int = typer.Option(50, "--page-size", min=1, max=1000, help="With --query: flows per page."),
     page_token: str = typer.Option("", "--page-token", help="With --query: the page after the one that printed it."),
     all_pages: bool = typer.Option(False, "--all", help="With --query: every page."),
+    continued: bool = typer.Option(False, "--include-continued-as-new",
+                                   help="With --query: also the earlier runs of continue-as-new chains."),
 ) -> None:
     """List flows, newest first; --query searches them with Dex's visibility query language."""
     if page_token and query is None:
@@ -139,7 +143,7 @@ def list_flows(
     if query is not None or page_token or all_pages:
         if status is not None or flow_type is not None:
             raise UsageError("--query replaces --status and --type: say FlowStatus = '...' AND FlowType = '...'")
-        _search(query or "", page_size, page_token, all_pages, json_out)
+        _search(query or "", page_size, page_token, all_pages, json_out, continued)
         return
     from dexcli.engine.views import flow_summary
 
@@ -195,14 +199,16 @@ def _print_table(cells: list[tuple[str, ...]]) -> None:
         console.print(" (+N): the flow's clock was skipped ahead N (time skipping; see dex time)", style="dim")
 
 
-def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: bool) -> None:
+def _search(query: str, page_size: int, token: str, all_pages: bool, json_out: bool,
+            continued: bool = False) -> None:
     """`dex list --query`: one page (or --all of them) from the store's search, no engine loaded."""
     from dexcli.store.search import search_flows
 
     store = open_store(read_only=True)
     hits, next_token = [], token
     while True:
-        page = search_flows(store, query, page_size, next_token, declared=declared_search_keys)
+        page = search_flows(store, query, page_size, next_token, declared=declared_search_keys,
+                            include_continued_as_new=continued)
         hits += page.hits
         next_token = page.next_page_token
         if not all_pages or not next_token:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 BAR_WIDTH = 18
 STATUS_STYLE = {
     "COMPLETED": "green", "FAILED": "red", "CANCELED": "yellow", "TERMINATED": "red", "RUNNING": "cyan",
+    "CONTINUED_AS_NEW": "blue",
 }
 STEP_GLYPH = {
     "COMPLETED": ("✓", "green"), "RUNNING": ("▶", "cyan"), "BACKOFF": ("…", "yellow"),

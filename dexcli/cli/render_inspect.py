@@ -25,7 +25,7 @@ from dexcli.cli.render import (
     short_value,
     stream_lines,
 )
-from dexcli.cli.start_options import history_text, options_text
+from dexcli.cli.start_options import config_text, history_text, options_text
 
 INSPECT_VALUE_LIMIT = 1000  # characters of a value shown whole (`dex inspect --json` has it all)
 
@@ -69,7 +69,7 @@ def waiting_on(snap: dict[str, Any]) -> Text | None:
 
 def runs_lines(snap: dict[str, Any]) -> list[Text]:
     """The flow id's runs, oldest first, when it has more than one: which came from which (a
-    time travel, an id reuse), which is current, and how to show an earlier one."""
+    time travel, a continue-as-new, an id reuse), which is current, and how to show an earlier one."""
     runs = snap.get("runs") or []
     if len(runs) < 2:
         return []
@@ -81,7 +81,7 @@ def runs_lines(snap: dict[str, Any]) -> list[Text]:
         line.append(f"  {r['status']}", style=STATUS_STYLE.get(r["status"], ""))
         line.append(f"  started {r['startTime']}")
         if r["previousRunId"]:
-            how = "time travel" if r["via"] == "timeTravel" else "id reuse"
+            how = {"timeTravel": "time travel", "continueAsNew": "continue-as-new"}.get(r["via"], "id reuse")
             line.append(f"  from {r['previousRunId'][:8]} by {how}", style="dim")
         if r["current"]:
             line.append("  current", style="dim")
@@ -108,6 +108,9 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     options = options_text(s)
     if options is not None:
         parts.append(options)
+    config = config_text(snap.get("state", {}).get("flowConfig"))
+    if config is not None:
+        parts.append(config)
     if s["completions"]:
         results = ", ".join(brief_json(c["output"], INSPECT_VALUE_LIMIT) for c in s["completions"])
         parts.append(Text(" Result:  " + results, style="green"))
@@ -213,6 +216,12 @@ def _history_line(e: dict[str, Any]) -> Text:
         line.append(e["flowStatus"], style=STATUS_STYLE.get(e["flowStatus"], ""))
         if e.get("errorMessage"):
             line.append(f" {error_text(e['errorType'], e['errorMessage'])}", style="dim")
+        if e.get("continuedToRunId"):
+            line.append(f" → run {e['continuedToRunId']} ({e.get('reason', '')})", style="dim")
+    elif e["type"] == "FlowContinued":
+        carried = [x["stepExecutionId"] for x in e.get("stepsToStart", []) + e.get("stepsToResume", [])]
+        line.append(f"continued from run {e['previousRunId']} with {', '.join(carried) or 'no open step'} "
+                    f"({e.get('reason', '')})", style="dim")
     elif e["type"] == "RpcExecutionCompleted":
         again = f" (re-applied from event {e['reappliedFromEventId']})" if e.get("reappliedFromEventId") else ""
         line.append(f"{e['rpcName']} → {short_value(e.get('output'))}{again}", style="dim")

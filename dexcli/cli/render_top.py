@@ -40,7 +40,8 @@ def title(ov: dict[str, Any], db: str, quit_hint: bool, width: int) -> Text:
 
 def counts(ov: dict[str, Any]) -> Text:
     t = Text(f"{ov['total']} flow(s): ")
-    for i, status in enumerate(STATUS_ORDER):
+    shown = STATUS_ORDER + (("CONTINUED_AS_NEW",) if ov["counts"].get("CONTINUED_AS_NEW") else ())
+    for i, status in enumerate(shown):
         if i:
             t.append(" · ", style="dim")
         n = ov["counts"].get(status, 0)

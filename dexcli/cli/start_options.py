@@ -64,6 +64,32 @@ def start_options(timeout: str | None, timeout_policy: str | None, start_delay: 
                             request_id=request_id)
 
 
+_CONFIG_WORDS = {"stepDurability": "step durability", "continueAsNewThreshold": "continue as new after",
+                 "continueAsNewPageSizeInBytes": "page size", "activeStepSearchMode": "active step search",
+                 "attributeStoreNames": "attribute stores"}
+
+
+def config_text(config: dict[str, Any] | None) -> Text | None:
+    """` Config:  step durability ASYNC · continue as new after 10 events` for `dex inspect`:
+    the run's FlowConfig where it is not dex's default (every method SYNC, nothing else set)."""
+    if not config or config == {"stepDurability": "STEP_DURABILITY_SYNC"}:
+        return None
+    parts = []
+    for key, value in config.items():
+        if key == "stepDurability":
+            value = str(value).removeprefix("STEP_DURABILITY_")
+        elif key == "activeStepSearchMode":
+            value = str(value).removeprefix("ACTIVE_STEP_SEARCH_MODE_")
+        elif key == "continueAsNewThreshold":
+            value = f"{value} events" if value else "never (0)"
+        elif key == "continueAsNewPageSizeInBytes":
+            value = f"{value} bytes" if value else "1 MiB (0)"
+        elif key == "attributeStoreNames":
+            value = ", ".join(value.get("names", [])) or "none"
+        parts.append(f"{_CONFIG_WORDS.get(key, key)} {value}")
+    return Text(" Config:  " + " · ".join(parts), style="dim")
+
+
 def options_text(summary: dict[str, Any]) -> Text | None:
     """` Options: timeout 1m (FAIL) · start delay 1h · id reuse ALLOW_IF_NOT_RUNNING` for
     `dex inspect`, or None when the run was started with none."""

@@ -1,11 +1,13 @@
 """What an operator can change about one flow from outside its steps, as records for
 `Engine.change`: a stop, a skipped timer, a time travel (`TimeTravelRequest`, kept beside its
-transition in dexcli.engine.transitions.time_travel). One verb takes them all, so the face
-stays small as Dex's model adds operator changes; each record names its flow."""
+transition in dexcli.engine.transitions.time_travel), a FlowConfig update, a continue-as-new.
+One verb takes them all, so the face stays small as Dex's model adds operator changes; each
+record names its flow."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dexcli.engine.transitions.time_travel import TimeTravelRequest
 
@@ -30,6 +32,23 @@ class SkipTimer:
     condition_index: int | None = None
 
 
-Change = StopFlow | SkipTimer | TimeTravelRequest
+@dataclass(frozen=True, slots=True)
+class UpdateFlowConfig:
+    """Client.update_flow_config: FlowConfig fields (checked: dexcli.engine.flow_config's
+    `config_fields`) merged into the running flow's."""
 
-__all__ = ["Change", "SkipTimer", "StopFlow", "TimeTravelRequest"]
+    flow_id: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueAsNew:
+    """Client.trigger_continue_as_new: the running flow rolled over into a new run now."""
+
+    flow_id: str
+    reason: str = "trigger_continue_as_new"
+
+
+Change = StopFlow | SkipTimer | TimeTravelRequest | UpdateFlowConfig | ContinueAsNew
+
+__all__ = ["Change", "ContinueAsNew", "SkipTimer", "StopFlow", "TimeTravelRequest", "UpdateFlowConfig"]

@@ -36,7 +36,7 @@ from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync
 from dexcli.engine.batch import GroupCommit, Unit
-from dexcli.engine.changes import Change, SkipTimer, StopFlow
+from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
@@ -618,19 +618,24 @@ class Engine:
             return sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped if run.began)
 
     @overload
-    def change(self, op: TimeTravelRequest) -> str: ...
+    def change(self, op: TimeTravelRequest | ContinueAsNew) -> str: ...
     @overload
-    def change(self, op: StopFlow | SkipTimer) -> None: ...
+    def change(self, op: StopFlow | SkipTimer | UpdateFlowConfig) -> None: ...
     def change(self, op: Change) -> str | None:
         """An operator's change to one flow (dexcli.engine.changes), run on the engine's loop
-        (from another thread while a drive goes on): a stop; a skipped timer; a time travel,
-        which returns the new run id."""
+        (from another thread while a drive goes on): a stop; a skipped timer; a FlowConfig
+        update; a time travel or a continue-as-new, which return the new run id."""
         if isinstance(op, StopFlow):
             self._stop_flow(op.flow_id, op.stop_type, op.reason)
             return None
         if isinstance(op, SkipTimer):
             self._skip_timer(op.flow_id, op.step_execution_id, op.condition_id, op.condition_index)
             return None
+        if isinstance(op, UpdateFlowConfig):
+            self._update_flow_config(op.flow_id, op.fields)
+            return None
+        if isinstance(op, ContinueAsNew):
+            return self._continue_as_new(op.flow_id, op.reason)
         return self._time_travel(op)
 
     def _stop_flow(self, flow_id: str, stop_type: str, reason: str | None) -> None:
@@ -672,6 +677,28 @@ class Engine:
             self.wake()
 
         self.drives.on_loop(skip)
+
+    def _update_flow_config(self, flow_id: str, fields: dict[str, Any]) -> None:
+        """Merge FlowConfig fields (dexcli.engine.flow_config, already checked) into a running
+        flow's: the methods leased from now on, and the next threshold check, read it."""
+        def update() -> None:
+            with self.store.tx() as tx:
+                t.continuing.update_config(tx, flow_id, fields, self._fresh_now(flow_id))
+
+        self.drives.on_loop(update)
+
+    def _continue_as_new(self, flow_id: str, reason: str) -> str:
+        """Roll a running flow over into a new run now (transitions/continuing.py); the new
+        run's id."""
+        def roll() -> str:
+            with self.store.tx() as tx:
+                done = t.continuing.continue_as_new(tx, flow_id, self._fresh_now(flow_id), reason)
+            self.emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
+                      reason=done.reason)
+            self.wake()
+            return done.run_id
+
+        return self.drives.on_loop(roll)
 
     # ------------------------------------------------------------------ rpc, time ---------
     def invoke_rpc(self, method: Any, flow_id: str, input: Any = None, options: RPCInvokeOptions | None = None

@@ -59,7 +59,8 @@ class _Counts:
 
 
 def _created(history: list[Event]) -> set[str]:
-    """The step executions a start, a decision, a failure or an RPC created."""
+    """The step executions a start, a decision, a failure or an RPC created, or the run's
+    continue-as-new carried."""
     created: set[str] = set()
     for type_, p in history:
         if type_ == "FlowStarted":
@@ -72,6 +73,8 @@ def _created(history: list[Event]) -> set[str]:
             created.update(p.get("nextSteps", []))
         elif type_ == "TimeTravelFork":  # queued again by a time travel (a start step of the code as it is now)
             created.update(p.get("requeued", []))
+        elif type_ == "FlowContinued":  # carried from the run before (continue-as-new)
+            created.update(s["stepExecutionId"] for s in p.get("stepsToStart", []) + p.get("stepsToResume", []))
     return created
 
 

@@ -78,6 +78,9 @@ class Endings:
                             attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self.after_close(run.flow_id, c.closed)
+            if c.continued is not None:
+                engine.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
+                            previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
             self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 engine.start_attempt(leased, now)
@@ -87,8 +90,8 @@ class Endings:
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             engine.scheduler.wake(for_stop_only=run.handed_on)
 
-        # ASYNC durability (StepOptions.execute_durability): acknowledged before it is persistent
-        return self._unit(apply, done, durable=run.opts.durability != "ASYNC")
+        # ASYNC durability (the method's, or its flow's FlowConfig): acknowledged before it is persistent
+        return self._unit(apply, done, durable=run.leased.durability != "ASYNC")
 
     def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
         engine = self.engine

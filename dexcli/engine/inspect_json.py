@@ -16,7 +16,7 @@ from typing import Any
 
 from dexcli.engine.wait_kinds import CHANNEL, SUBFLOW, TIMER
 
-EVENT_TYPES = {"FlowStarted": "FlowStartedOrContinued"}
+EVENT_TYPES = {"FlowStarted": "FlowStartedOrContinued", "FlowContinued": "FlowStartedOrContinued"}
 """dex's history event names that the server spells otherwise (dex's own events keep theirs)."""
 
 FLOW_ERROR_TYPES = {
@@ -112,6 +112,14 @@ def _started(p: dict[str, Any], summary: dict[str, Any], state: dict[str, Any]) 
     if p.get("timeout"):
         out.update(flowTimeout=proto_duration(p["timeout"]),
                    flowTimeoutPolicy=f"FLOW_TIMEOUT_POLICY_{p.get('timeoutPolicy') or 'FAIL'}")
+    if "previousRunId" in p and "stepsToResume" in p:  # a continue-as-new's new run (FlowContinued)
+        out["continuedStart"] = {
+            "previousRunId": p["previousRunId"], "stepsToStart": p.get("stepsToStart", []),
+            "stepsToResume": p.get("stepsToResume", []), "pendingChannelMessages": p.get("pendingChannelMessages", {}),
+            "attributes": [{"key": k, "value": v} for k, v in (p.get("attributes") or {}).items()],
+            "completedSteps": [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
+                                "completedStepOutput": c["output"]} for c in p.get("completedSteps") or []]}
+        return out
     out["initialStart"] = initial
     return out
 

@@ -30,9 +30,6 @@ def _child(definitions: Definitions, parent_flow_id: str, seid: str, index: int,
         raise InvalidStepResultError(f"SubFlow.run options must be SubFlowOptions, not {type(opts).__name__}")
     if opts.retry_policy is not None:
         raise NotSupportedYetError("SubFlowOptions(retry_policy=...): dex has no whole-flow retry policy yet")
-    if opts.config_override is not None:
-        raise NotSupportedYetError("SubFlowOptions(config_override=...): dex does not apply a FlowConfig to a "
-                                   "SubFlow yet")
     try:
         definition = definitions.registry.definition_of(c.flow)
     except DexError as exc:
@@ -41,7 +38,8 @@ def _child(definitions: Definitions, parent_flow_id: str, seid: str, index: int,
         raise InvalidStepResultError(f"SubFlow {definition.flow_type} has no starting Step")
     start = StartFlowOptions(timeout=opts.timeout, timeout_policy=opts.timeout_policy,
                              timeout_handler_options=opts.timeout_handler_options, start_delay=opts.start_delay,
-                             _attribute_initializations=opts.attribute_initializations)
+                             _attribute_initializations=opts.attribute_initializations,
+                             config_override=opts.config_override)  # over the parent's (transitions/subflows)
     try:
         request = start_request(definitions, c.flow, child_flow_id(parent_flow_id, seid, index), c.input, None,
                                 None, False, start, generated_id=True)

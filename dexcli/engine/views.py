@@ -39,19 +39,21 @@ def flow_duration(flow: FlowRecord) -> float | None:
     return None if flow.close_time is None else round(flow.close_time - flow.start_time, 3)
 
 
-FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6}
+FLOW_STATUS_CODES = {"RUNNING": 1, "COMPLETED": 2, "FAILED": 3, "TERMINATED": 5, "CANCELED": 6, "CONTINUED_AS_NEW": 7}
 """The server's FlowStatus numbers (protos/dex.proto), the Dex CLI's `flowStatusCode`."""
 
-FLOW_CONFIG = {"stepDurability": "STEP_DURABILITY_SYNC"}
-"""`state.flowConfig`: what dex runs every flow with (every step SYNC, no continue-as-new); the
-server's default is ASYNC with a continue-as-new threshold of 100."""
+
+FLOW_CONFIG_DEFAULTS = {"stepDurability": "STEP_DURABILITY_SYNC"}
+"""What a run runs with where its FlowConfig sets nothing (every method SYNC, no continue-as-new
+threshold); the server's defaults are ASYNC and a threshold of 100. `state.flowConfig` is the
+run's FlowConfig (dexcli.engine.flow_config) over these."""
 
 
 def flow_summary(flow: FlowRecord) -> dict[str, Any]:
     return {
         "flowId": flow.flow_id,
         "runId": flow.run_id,
-        "firstRunId": flow.run_id,  # the first run of a continue-as-new chain: dex has no continue-as-new
+        "firstRunId": flow.chain_first_run_id,  # the first run of its continue-as-new chain
         "flowType": flow.flow_type,
         "flowStatus": flow.status.value,
         "flowStatusCode": FLOW_STATUS_CODES[flow.status.value],
@@ -372,7 +374,8 @@ def flow_state(flow: FlowRecord, steps: list[StepRecord], pending: list[tuple[st
         messages.setdefault(queue, []).append({"messageId": mid, "value": json.loads(value)})
     completed = [{"completedStepType": c["stepType"], "completedStepExecutionId": c["stepExecutionId"],
                   "completedStepOutput": c["output"]} for c in _j(flow.completions) or []]
-    return {"flowConfig": FLOW_CONFIG, "activeStepExecutions": active, "queuedSteps": queued,
+    return {"flowConfig": {**FLOW_CONFIG_DEFAULTS, **flow.config}, "activeStepExecutions": active,
+            "queuedSteps": queued,
             "pendingChannelMessages": messages, **attribute_values(attribute_rows or []), "locks": locks.as_json(),
             "completedSteps": completed}
 
@@ -383,8 +386,8 @@ def history_event(e: HistoryRecord) -> dict[str, Any]:
 
 def flow_runs(store: Store, flow_id: str) -> list[dict[str, Any]]:
     """Every run of the flow id (`flow_id` may name an archived one, `<flow_id>$<run_id>`),
-    oldest first: each with the run it was made from and how (a time travel, or an id reuse
-    policy that let it take the id), and which one is the flow's current run."""
+    oldest first: each with the run it was made from and how (a time travel, a continue-as-new,
+    or an id reuse policy that let it take the id), and which one is the flow's current run."""
     base = flow_id.split(ARCHIVE_SEPARATOR, 1)[0]
     current = store.get_flow(base)
     rows = store.read(lambda tx: tx.archived_runs(base)) + ([current] if current is not None else [])
@@ -397,6 +400,8 @@ def flow_runs(store: Store, flow_id: str) -> list[dict[str, Any]]:
                 came, how = json.loads(e.payload).get("previousRunId"), "timeTravel"
             elif e.type == "FlowStarted" and json.loads(e.payload).get("previousRunId"):
                 came, how = json.loads(e.payload)["previousRunId"], "idReuse"
+            elif e.type == "FlowContinued":
+                came, how = json.loads(e.payload).get("previousRunId"), "continueAsNew"
         out.append({"runId": r.run_id, "flowId": r.flow_id, "status": r.status.value, "startTime": iso(r.start_time),
                     "closeTime": iso(r.close_time), "current": r.flow_id == base, "shown": r.flow_id == flow_id,
                     "previousRunId": came, "via": how})
@@ -435,8 +440,8 @@ def inspect_flow(store: Store, flow_id: str, now: float) -> dict[str, Any]:
         "steps": steps,
         "streams": streams,
         "history": [history_event(e) for e in store.history_of(flow_id)],
-        "runs": flow_runs(store, flow_id),
         "state": state,
+        "runs": flow_runs(store, flow_id),
         "now": iso(now),
         "overdue": overdue(steps) if row.is_running else None,  # and no process drives it
         "subFlows": [sub_flow(c) for c in children],  # the children its waits started (SubFlows)

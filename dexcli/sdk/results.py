@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dexcli.sdk.codec import from_jsonable
+from dexcli.sdk.flow_config import FlowConfig
 from dexcli.sdk.options import RetryPolicy, StepDurability, StepOptions
 
 
@@ -147,6 +148,7 @@ class StartFlowOptions:
     id_reuse_policy: IdReusePolicy = IdReusePolicy.DEFAULT
     ignore_already_started: bool = False
     request_id: str | None = None
+    config_override: FlowConfig | None = None  # applied over dex's defaults (dexcli.engine.flow_config)
     # (Attribute or AttributeMap, instance or None, value), in the order given: with_attribute
     _attribute_initializations: tuple[tuple[Any, str | None, Any], ...] = field(default=(), repr=False)
 

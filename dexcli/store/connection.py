@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -442,6 +442,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN parent_step_execution_id TEXT",
     ),
     6: (),  # 7 adds attribute_sync, the Attribute Store outbox (schema.sql creates it)
+    # 8: a run's FlowConfig, and the continue-as-new chain it belongs to (transitions/continuing.py)
+    7: (
+        "ALTER TABLE flows ADD COLUMN flow_config TEXT",
+        "ALTER TABLE flows ADD COLUMN first_run_id TEXT",
+        "ALTER TABLE flows ADD COLUMN step_numbers TEXT",
+    ),
 }
 # After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.
 REBUILT: dict[int, tuple[str, ...]] = {

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 from dexcli.store.query import Compare, Literal, Logical, Node, Not, Query, QueryError
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
-# Temporal's other ExecutionStatus values: valid in a query, no local run has them
+# Temporal's other ExecutionStatus values, in their spellings: valid in a query (an earlier run of a
+# continue-as-new chain is CONTINUED_AS_NEW; no local run is TIMED_OUT)
 NO_LOCAL_RUN = {"CONTINUEDASNEW": "CONTINUED_AS_NEW", "TIMEDOUT": "TIMED_OUT"}
 SET_OPS = ("=", "!=", "<", "<=", ">", ">=", "BETWEEN", "STARTS_WITH")  # read from index rows as one set
 TEXT_TYPES = ("keyword", "keyword_array", "full_text")
@@ -31,7 +32,16 @@ BUILTINS = {
     "StartTime": Builtin("f.start_time", "time"), "CloseTime": Builtin("f.close_time", "time"),
     # the names the server's Temporal visibility has for two of them
     "WorkflowId": Builtin("f.flow_id", "text"), "ExecutionStatus": Builtin("f.status", "status"),
+    # the types of the flow's active steps, as its FlowConfig's active_step_search_mode indexes them
+    "ActiveStepTypes": Builtin("s.step_type", "active_steps"),
 }
+# A flow's active steps that ActiveStepTypes sees (the server's StepExecutionCounter): its open step
+# executions but the flow timeout's; which of them by the run's ActiveStepSearchMode: none
+# (DISABLED), every one (ENABLED_FOR_ALL), or, by default, those that have a wait_for.
+_ACTIVE = ("EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = f.flow_id AND s.status IN "
+           "('QUEUED','RUNNING','BACKOFF','WAITING') AND s.step_type != 'sys:timeout_handler' AND "
+           "CASE json_extract(f.flow_config, '$.activeStepSearchMode') WHEN 'ACTIVE_STEP_SEARCH_MODE_DISABLED' THEN 0 "
+           "WHEN 'ACTIVE_STEP_SEARCH_MODE_ENABLED_FOR_ALL' THEN 1 ELSE s.wait_options IS NOT NULL END{})")
 KeyType = Callable[[str], "str | None"]  # an index key's type (IndexType value), None if no flow has it
 
 
@@ -111,6 +121,8 @@ class _Compiler:
             return "(" + joint.join(p for p, _ in parts) + ")", [a for _, args in parts for a in args]
         builtin = BUILTINS.get(node.key)
         if node.op in ("IS NULL", "IS NOT NULL"):
+            if builtin is not None and builtin.kind == "active_steps":
+                return (_ACTIVE.format("") if node.op == "IS NOT NULL" else f"(NOT {_ACTIVE.format('')})"), []
             if builtin is not None:
                 return f"{builtin.column} {node.op}", []
             has = (f"EXISTS (SELECT 1 FROM search_attributes{BY_FLOW} WHERE key = ? AND "
@@ -135,7 +147,25 @@ def _chain(node: Logical) -> list[Node]:
     return out
 
 
+def _active_steps(c: Compare) -> tuple[str, list[Any]]:
+    """ActiveStepTypes, a keyword array: `=` some active step is of that type, `!=` the flow has
+    active steps and none is, STARTS_WITH some type starts so."""
+    lit = c.values[0]
+    if not isinstance(lit.value, str):
+        raise QueryError(f"{c.key} is compared with a quoted string", lit.column, lit.text)
+    if c.op == "=":
+        return _ACTIVE.format(" AND s.step_type = ?"), [lit.value]
+    if c.op == "!=":
+        return f"({_ACTIVE.format('')} AND NOT {_ACTIVE.format(' AND s.step_type = ?')})", [lit.value]
+    if c.op == "STARTS_WITH":
+        cond, args = _prefix("s.step_type", lit.value)
+        return _ACTIVE.format(f" AND {cond}"), args
+    raise QueryError(f"{c.key} takes =, !=, IN, NOT IN or STARTS_WITH, not {c.op}", c.column)
+
+
 def _builtin(b: Builtin, c: Compare) -> tuple[str, list[Any]]:
+    if b.kind == "active_steps":
+        return _active_steps(c)
     lit = c.values[0]
     if b.kind == "status":
         if c.op not in ("=", "!="):
@@ -276,6 +306,8 @@ def _index_value(c: Compare, lit: Literal, kind: str) -> tuple[str, Any]:
 
 def _order(query: Query, key_type: KeyType) -> tuple[str, list[Any]]:
     builtin = BUILTINS.get(query.order_key)
+    if builtin is not None and builtin.kind == "active_steps":
+        raise QueryError(f"ORDER BY {query.order_key}: a keyword array does not sort")
     if builtin is not None:
         if builtin.column == "f.close_time":
             return f"COALESCE(f.close_time, {LOWEST_NUM!r})", []

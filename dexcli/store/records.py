@@ -11,6 +11,7 @@ as it is read, with a DamagedDatabaseError naming the file, the table and the ro
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ class FlowState(enum.Enum):
     FAILED = "FAILED"
     CANCELED = "CANCELED"
     TERMINATED = "TERMINATED"
+    CONTINUED_AS_NEW = "CONTINUED_AS_NEW"  # an earlier run of a chain (kept under `<flow_id>$<run_id>`)
 
 
 class StepState(enum.Enum):
@@ -84,10 +86,29 @@ class FlowRecord:
     id_reuse_policy: str | None = None  # the IdReusePolicy name it was started with
     parent_flow_id: str | None = None  # a SubFlow: the flow whose wait started it
     parent_step_execution_id: str | None = None  # ... and the step execution of that wait
+    flow_config: str | None = None  # the run's FlowConfig as set, JSON in protojson keys; None: dex's defaults
+    first_run_id: str | None = None  # the first run of its continue-as-new chain; None: this run is
+    step_numbers: str | None = None  # JSON {stepType: n, "": all}: step executions earlier runs numbered
 
     @property
     def is_running(self) -> bool:
         return self.status is FlowState.RUNNING
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The run's FlowConfig as set (protojson keys: `stepDurability`, `continueAsNewThreshold`,
+        `attributeStoreNames` {names}, ...); {} when none was given."""
+        return _config(self.flow_config)
+
+    @property
+    def attribute_store_names(self) -> list[str] | None:
+        """FlowConfig.attribute_store_names as set: None when never given, [] when projections are off."""
+        names = self.config.get("attributeStoreNames")
+        return None if names is None else list(names.get("names", []))
+
+    @property
+    def chain_first_run_id(self) -> str:
+        return self.first_run_id or self.run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +204,7 @@ class Runnable:
     flow_type: str
     flow_ref: str | None
     clock_offset: float = 0.0  # the flow's: its times are real time plus this
+    flow_config: str | None = None  # the flow's FlowConfig (FlowRecord.flow_config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +238,15 @@ HISTORY_COLUMNS = columns(HistoryRecord).replace("event_id", "seq & 16777215")  
 STREAM_COLUMNS = columns(StreamRecord)
 
 
+@functools.lru_cache(maxsize=256)
+def _config_cached(text: str) -> Any:
+    return json.loads(text)
+
+
+def _config(text: str | None) -> dict[str, Any]:
+    return {} if text is None else dict(_config_cached(text))
+
+
 def db_of(conn: Any) -> str:
     """The path a connection opened (dexcli.store.connection.Connection keeps it), for messages."""
     return str(getattr(conn, "db_path", ":memory:"))
@@ -227,7 +258,8 @@ def _positions(record: type[Any], *names: str) -> tuple[int, ...]:
 
 
 # The JSON columns of each record (checked as a row is read: see `_checked`).
-_FLOW_JSON = _positions(FlowRecord, "input", "completions", "timeout_handler_options")
+_FLOW_JSON = _positions(FlowRecord, "input", "completions", "timeout_handler_options", "flow_config",
+                        "step_numbers")
 _STEP_JSON = _positions(StepRecord, "input", "options", "heartbeat_value", "recovery_error", "decision",
                         "wait_options", "wait", "condition_results", "locals")
 _HISTORY_JSON = _positions(HistoryRecord, "payload")

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS flows (
     run_id        TEXT NOT NULL,
     flow_type     TEXT NOT NULL,
     flow_ref      TEXT,                 -- how to load the code: name:polling | file:/p.py:Cls
-    status        TEXT NOT NULL,        -- RUNNING COMPLETED FAILED CANCELED TERMINATED
+    status        TEXT NOT NULL,        -- RUNNING COMPLETED FAILED CANCELED TERMINATED CONTINUED_AS_NEW
     input         TEXT,
     request_id    TEXT,
     start_time    REAL NOT NULL,
@@ -31,7 +31,11 @@ CREATE TABLE IF NOT EXISTS flows (
     -- SubFlows (schema 6): a child flow names the parent step execution whose Wait started it;
     -- the parent's Wait JSON names each child (flowId, runId), so the link is kept both ways
     parent_flow_id TEXT,
-    parent_step_execution_id TEXT
+    parent_step_execution_id TEXT,
+    -- FlowConfig and continue-as-new (schema 7):
+    flow_config   TEXT,                 -- the run's FlowConfig as set (protojson keys, JSON); NULL: dex's defaults
+    first_run_id  TEXT,                 -- the first run of its continue-as-new chain; NULL: this run
+    step_numbers  TEXT                  -- {stepType: n, "": all} step executions numbered by earlier runs of the chain
 );
 CREATE UNIQUE INDEX IF NOT EXISTS flows_by_num ON flows(num);
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);

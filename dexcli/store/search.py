@@ -22,7 +22,8 @@ from dexcli.store.records import FLOW_COLUMNS, FlowRecord, db_of, flow_record
 if TYPE_CHECKING:
     from dexcli.store.store import Store
 
-BUILTIN_KEYS = tuple(BUILTINS)  # FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus
+# FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus, ActiveStepTypes
+BUILTIN_KEYS = tuple(BUILTINS)
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DENSE_MATCHES = 2000  # an index comparison matching this many flows is not selective
@@ -44,12 +45,15 @@ class SearchPage(NamedTuple):
 
 
 def search_flows(store: Store, query: str, page_size: int = 0, page_token: str = "",
-                 declared: Callable[[], Collection[str]] | None = None) -> SearchPage:
+                 declared: Callable[[], Collection[str]] | None = None,
+                 include_continued_as_new: bool = False) -> SearchPage:
     """One page of the flows `query` matches, in its order. `page_size` 0 means 100; at most 1000.
     Raises QueryError for a query that does not parse, a token from another query, or (given
     `declared`, which names the index keys the caller's flows declare, asked only when a key is
     held by no flow) a key that is neither built in, declared, nor held: the server refuses a
-    search attribute it does not have; it does not match nothing."""
+    search attribute it does not have; it does not match nothing. The earlier runs of a
+    continue-as-new chain (CONTINUED_AS_NEW) are left out unless `include_continued_as_new`
+    (which adds them; the query's own terms still apply)."""
     if page_size < 0:
         raise ValueError("search page size must not be negative")
     size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
@@ -58,7 +62,7 @@ def search_flows(store: Store, query: str, page_size: int = 0, page_token: str =
     def read(tx: Any) -> SearchPage:
         if declared is not None:
             _refuse_unknown(tx.c, tree, declared)
-        return _page(tx.c, tree_sql(tx.c, tree), size, page_token)
+        return _page(tx.c, tree_sql(tx.c, tree), size, page_token, include_continued_as_new)
 
     return store.read(read)
 
@@ -95,10 +99,11 @@ def key_type(c: sqlite3.Connection, key: str) -> str | None:
     return None
 
 
-def _page(c: sqlite3.Connection, q: Compiled, size: int, token: str) -> SearchPage:
+def _page(c: sqlite3.Connection, q: Compiled, size: int, token: str, continued: bool = False) -> SearchPage:
     direction = "DESC" if q.descending else "ASC"
     source = "flows f INDEXED BY flows_by_start" if q.walk and q.order_key == "StartTime" else "flows f"
-    sql = f"SELECT {_FLOW_COLUMNS}, {q.order} AS sort_value FROM {source} WHERE {q.where}"
+    runs = "" if continued else " AND f.status != 'CONTINUED_AS_NEW'"
+    sql = f"SELECT {_FLOW_COLUMNS}, {q.order} AS sort_value FROM {source} WHERE ({q.where}){runs}"
     args: list[Any] = [*q.order_args, *q.args]
     if token:
         after_value, after_id = _read_token(token, q)

@@ -41,6 +41,7 @@ from dexcli.store.records import (
     stream_record,
 )
 from dexcli.store.tx import Tx
+from dexcli.store.tx_runs import ARCHIVE_SEPARATOR
 
 T = TypeVar("T")
 # the history columns with the event id numbered per flow (1, 2, ... in the table's id order)
@@ -268,6 +269,21 @@ class Store:
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,))
         return flow_record(rows[0], self.path) if rows else None
+
+    def runs_of(self, flow: FlowRecord) -> list[FlowRecord]:
+        """The runs of `flow`'s continue-as-new chain, first to last: the earlier ones (kept as
+        `<flow_id>$<run_id>`, CONTINUED_AS_NEW) and the one that goes on under the flow id;
+        [] for a run that is not in a chain."""
+        if flow.first_run_id is None and flow.status is not FlowState.CONTINUED_AS_NEW:
+            return []
+        base, first = flow.flow_id.split(ARCHIVE_SEPARATOR, 1)[0], flow.chain_first_run_id
+        lo, hi = base + ARCHIVE_SEPARATOR, base + chr(ord(ARCHIVE_SEPARATOR) + 1)
+        rows = self._rows(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ? OR (flow_id > ? AND flow_id < ? "
+                          "AND status = 'CONTINUED_AS_NEW' AND (run_id = ? OR first_run_id = ?)) "
+                          "ORDER BY flow_id = ?, num",  # archived in the order they ended; then the flow id's
+                          (base, lo, hi, first, first, base))
+        runs = [flow_record(r, self.path) for r in rows]
+        return [r for r in runs if r.chain_first_run_id == first]
 
     def list_flows(self, status: FlowState | None = None, flow_type: str | None = None,
                    limit: int = 50) -> list[FlowRecord]:

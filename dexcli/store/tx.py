@@ -71,6 +71,16 @@ def json_object(*parts: dict[str, Any] | tuple[str, str]) -> str:
     return "{" + ",".join(pieces) + "}"
 
 
+def _earlier_numbers(step_numbers: str | None, step_type: str) -> tuple[int, int]:
+    """(step executions of `step_type`, of all types) the earlier runs of a continue-as-new
+    chain numbered (FlowRecord.step_numbers): the new run numbers on from them, as the server
+    carries its step execution counter."""
+    if not step_numbers:
+        return 0, 0
+    counts = json.loads(step_numbers)
+    return int(counts.get(step_type, 0)), int(counts.get("", 0))
+
+
 def _in(ids: list[str]) -> str:
     return f"({','.join('?' for _ in ids)})"
 
@@ -116,7 +126,11 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             f"SELECT {FLOW_COLUMNS}, (SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id), "
             "(SELECT COUNT(*) FROM steps s WHERE s.flow_id = flows.flow_id AND s.step_type = ?) "
             "FROM flows WHERE flow_id = ?", (step_type, flow_id)).fetchone()
-        return None if row is None else (flow_record(row[:-2], db_of(self.c)), int(row[-1]), int(row[-2]))
+        if row is None:
+            return None
+        flow = flow_record(row[:-2], db_of(self.c))
+        by_type, total = _earlier_numbers(flow.step_numbers, step_type)  # continue-as-new: earlier runs'
+        return flow, int(row[-1]) + by_type, int(row[-2]) + total
 
     def set_flow_outputs(self, flow_id: str, completions: str | None, graceful: bool) -> None:
         """Record collected outputs (when given) and the graceful-completion request."""
@@ -143,9 +157,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
         """(n for `<StepType>-<n>`, seq in the flow)."""
         row = self.c.execute(
-            "SELECT COUNT(*), COALESCE(SUM(step_type = ?), 0) FROM steps WHERE flow_id = ?",
-            (step_type, flow_id)).fetchone()
-        return int(row[1]) + 1, int(row[0]) + 1
+            "SELECT COUNT(*), COALESCE(SUM(step_type = ?), 0), (SELECT step_numbers FROM flows WHERE flow_id = ?) "
+            "FROM steps WHERE flow_id = ?", (step_type, flow_id, flow_id)).fetchone()
+        by_type, total = _earlier_numbers(row[2], step_type)  # continue-as-new: earlier runs'
+        return int(row[1]) + by_type + 1, int(row[0]) + total + 1
 
     def insert_step(self, step: StepRecord) -> None:
         """Insert a new step execution (its later fields must still be their defaults)."""
@@ -240,7 +255,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         if flow_ids == []:
             return []
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
-        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset "
+        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset, f.flow_config "
                "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
                f"WHERE {STEPS_DUE} AND s.next_attempt_at - f.clock_offset <= ?")
         args: list[Any] = [now]
@@ -250,8 +265,8 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
         rows = self.c.execute(sql, (*args, limit)).fetchall()
         db = db_of(self.c)
-        return [Runnable(step_record(r[:-5], db), stored_state(FlowState, r[-5], db, "flows", repr(r[0]), "status"),
-                         r[-4], r[-3], r[-2], float(r[-1])) for r in rows]
+        return [Runnable(step_record(r[:-6], db), stored_state(FlowState, r[-6], db, "flows", repr(r[0]), "status"),
+                         r[-5], r[-4], r[-3], float(r[-2]), r[-1]) for r in rows]
 
     def retrying_steps(self, flow_ids: list[str] | None, limit: int) -> list[tuple[StepRecord, float]]:
         """Steps that run again with no timer firing and no outside event: a retry backing off,

@@ -10,6 +10,7 @@ never contains `$`), so its steps, attempts and history stay readable (`dex insp
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -46,11 +47,12 @@ class StartSettings:
     timeout_handler_options: str | None = None  # ResolvedOptions JSON
     start_delay: float | None = None
     id_reuse_policy: str | None = None
+    flow_config: str | None = None  # StartFlowOptions.config_override, as FlowRecord.flow_config holds it
 
     @property
     def is_default(self) -> bool:
-        """Nothing to store: no timeout, no delay, the DEFAULT id reuse policy."""
-        return not (self.timeout or self.start_delay or self.timeout_policy) and \
+        """Nothing to store: no timeout, no delay, the DEFAULT id reuse policy, no FlowConfig."""
+        return not (self.timeout or self.start_delay or self.timeout_policy or self.flow_config) and \
             self.id_reuse_policy in (None, "DEFAULT")
 
 
@@ -74,9 +76,13 @@ class RunStatements:
         timeout_at = timeout_time(start_time, s.timeout, s.start_delay)
         self.c.execute(
             "UPDATE flows SET timeout = ?, timeout_policy = ?, timeout_at = ?, timeout_handler_options = ?, "
-            "start_delay = ?, id_reuse_policy = ? WHERE flow_id = ?",
+            "start_delay = ?, id_reuse_policy = ?, flow_config = ? WHERE flow_id = ?",
             (s.timeout, s.timeout_policy, timeout_at, s.timeout_handler_options, s.start_delay,
-             s.id_reuse_policy, flow_id))
+             s.id_reuse_policy, s.flow_config, flow_id))
+
+    def set_flow_config(self, flow_id: str, config: str | None) -> None:
+        """A running flow's FlowConfig (Client.update_flow_config: the merge is the caller's)."""
+        self.c.execute("UPDATE flows SET flow_config = ? WHERE flow_id = ?", (config, flow_id))
 
     def due_flow_timeouts(self, now: float, flow_ids: list[str] | None) -> list[tuple[str, float]]:
         """Running flows whose timeout has come by real time `now`, earliest first, each with
@@ -97,8 +103,15 @@ class RunStatements:
                              "AND timeout_at IS NOT NULL", (flow_id,))
         return bool(cur.rowcount == 1)
 
-    def archive_run(self, flow_id: str, run_id: str) -> str:
-        """Move a closed run's rows to `<flow_id>$<run_id>`; returns that id."""
+    def archive_run(self, flow_id: str, run_id: str, carry: bool = False) -> str:
+        """Move a closed run's rows to `<flow_id>$<run_id>`; returns that id.
+
+        `carry` (continue-as-new): the run goes on under the flow id as a new run, so only what
+        is over moves: its closed step executions and their attempts, and its history (the
+        new run's history starts again at event 1). Its open steps (with their locks, attribute
+        snapshots and attempts), its pending channel messages and its attributes stay with the
+        flow id; the archived run gets a copy of the attributes and their search index, as they
+        were when it ended. The flow row stays (the caller makes it the new run's)."""
         archived = f"{flow_id}{ARCHIVE_SEPARATOR}{run_id}"
         cols = FLOW_COLUMNS.split(", ")
         select = ", ".join("?" if c == "flow_id" else c for c in cols)
@@ -106,13 +119,24 @@ class RunStatements:
         new = self.c.execute("SELECT MAX(num) + 1 FROM flows").fetchone()[0]
         self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}, num) SELECT {select}, ? FROM flows WHERE flow_id = ?",
                        (archived, new, flow_id))
-        for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes",
-                      "attribute_locks", "attribute_snapshots"):
-            self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
+        if carry:
+            self.c.execute("UPDATE steps SET flow_id = ? WHERE flow_id = ? AND status NOT IN "
+                           "('QUEUED','RUNNING','BACKOFF','WAITING')", (archived, flow_id))
+            self.c.execute("UPDATE ended_attempts SET flow_id = ? WHERE flow_id = ? AND step_execution_id IN "
+                           "(SELECT step_execution_id FROM steps WHERE flow_id = ?)", (archived, flow_id, archived))
+            for table, columns in (("attributes", "key, name, instance, value, updated"),
+                                   ("search_attributes", "key, attr_key, type, text, num")):
+                self.c.execute(f"INSERT INTO {table} (flow_id, {columns}) SELECT ?, {columns} FROM {table} "
+                               "WHERE flow_id = ?", (archived, flow_id))
+        else:
+            for table in ("steps", "ended_attempts", "channel_messages", "attributes", "search_attributes",
+                          "attribute_locks", "attribute_snapshots"):
+                self.c.execute(f"UPDATE {table} SET flow_id = ? WHERE flow_id = ?", (archived, flow_id))
         # its history moves to the archived row's range of keys (see schema.sql)
         self.c.execute("UPDATE history SET flow_id = ?, seq = seq + ? WHERE seq > ? AND seq < ?",
                        (archived, (new - old) << 24, old << 24, (old + 1) << 24))
-        self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
+        if not carry:
+            self.c.execute("DELETE FROM flows WHERE flow_id = ?", (flow_id,))
         return archived
 
     # --- a new run made from an archived one (time travel) ------------------------------------
@@ -168,3 +192,34 @@ class RunStatements:
         late write of an old attempt can never pass for one of the new run's (the fence)."""
         self.c.execute("UPDATE steps SET attempt = ?, method_base = ? WHERE flow_id = ? AND step_execution_id = ?",
                        (attempts, attempts, flow_id, seid))
+    def end_continued_run(self, archived: str, now: float) -> None:
+        """The archived run of a continue-as-new is CONTINUED_AS_NEW, closed `now`."""
+        self.c.execute("UPDATE flows SET status = 'CONTINUED_AS_NEW', close_time = ? WHERE flow_id = ?",
+                       (now, archived))
+
+    def begin_continued_run(self, flow_id: str, run_id: str, first_run_id: str, step_numbers: str,
+                            now: float) -> None:
+        """The flow row becomes the new run of a continue-as-new: its id, the chain's first run,
+        how many step executions the earlier runs numbered, its start (the rest carries on)."""
+        self.c.execute("UPDATE flows SET run_id = ?, first_run_id = ?, step_numbers = ?, start_time = ? "
+                       "WHERE flow_id = ?", (run_id, first_run_id, step_numbers, now, flow_id))
+
+    def step_numbers_of(self, flow_id: str) -> dict[str, int]:
+        """How many step executions of each type ("" = all) the flow's earlier runs and this one
+        keep, for the next run of a continue-as-new: its open ones stay in the flow's rows and
+        are counted there (Tx.next_step_number adds both)."""
+        row = self.c.execute("SELECT step_numbers FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
+        counts: dict[str, int] = json.loads(row[0]) if row and row[0] else {}
+        for step_type, n in self.c.execute("SELECT step_type, COUNT(*) FROM steps WHERE flow_id = ? AND status NOT IN "
+                                           "('QUEUED','RUNNING','BACKOFF','WAITING') GROUP BY step_type",
+                                           (flow_id,)).fetchall():
+            counts[step_type] = counts.get(step_type, 0) + int(n)
+            counts[""] = counts.get("", 0) + int(n)
+        return counts
+
+    def run_event_count(self, flow_id: str, types: tuple[str, ...]) -> int:
+        """How many events of `types` the flow's current run has in its history."""
+        marks = ",".join("?" for _ in types)
+        row = self.c.execute(f"SELECT COUNT(*) FROM history h JOIN flows f ON f.flow_id = ? WHERE h.seq > f.num << 24 "
+                             f"AND h.seq < (f.num + 1) << 24 AND h.type IN ({marks})", (flow_id, *types)).fetchone()
+        return int(row[0])

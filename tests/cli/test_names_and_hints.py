@@ -35,7 +35,7 @@ def test_wait_on_a_flow_without_attributes_says_it_declares_none(cli: Cli) -> No
 def test_a_query_on_a_search_key_nothing_has_exits_2_naming_the_keys(cli: Cli, paid: str) -> None:
     assert_error(cli("list", "--query", "Foo = 1"), 2, "there is no search key 'Foo'",
                  "FlowId, RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, ExecutionStatus, "
-                 "PaymentState")
+                 "ActiveStepTypes, PaymentState")
     assert_error(cli("list", "--query", "FlowStatus = 'RUNNING' ORDER BY Bar"), 2, "no search key 'Bar'")
     assert "pay" in cli.ok("list", "--query", "PaymentState = 'settled'").stdout
 

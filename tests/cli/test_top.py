@@ -70,7 +70,8 @@ def test_once_fits_80_by_24_and_names_what_each_running_flow_does(cli: Cli, busy
 def test_json_has_the_counts_and_each_running_flows_open_steps(cli: Cli, busy_db: Path) -> None:
     before = _dump(busy_db)
     ov = cli.json("top", "--json")
-    assert ov["counts"] == {"RUNNING": 3, "COMPLETED": 1, "FAILED": 0, "CANCELED": 0, "TERMINATED": 0}
+    assert ov["counts"] == {"RUNNING": 3, "COMPLETED": 1, "FAILED": 0, "CANCELED": 0, "TERMINATED": 0,
+                          "CONTINUED_AS_NEW": 0}
     assert ov["total"] == 4 and ov["runningNotShown"] == 0
     by_id = {f["summary"]["flowId"]: f for f in ov["running"]}
     assert [f["summary"]["flowId"] for f in ov["running"]] == ["p-queued", "p-crash", "a1"]

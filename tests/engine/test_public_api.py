@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_ALL = [
     "AsyncClient", "AsyncContext", "Attribute", "AttributeIndex", "AttributeLock", "AttributeMap", "Channel",
     "ChannelMap", "ChannelMapLoad", "ChannelMessage", "Client", "ConditionCombination", "Context",
-    "DexServiceError", "Flow", "FlowAlreadyStartedError", "FlowDefinitionError", "FlowErrorType", "FlowInfo",
+    "DexServiceError", "Flow", "FlowAlreadyStartedError", "FlowConfig", "FlowDefinitionError", "FlowErrorType",
+    "FlowInfo",
     "FlowNotActiveOrNotFoundError", "FlowNotFoundError", "FlowResult", "FlowStatus", "IdReusePolicy",
     "FlowTimeoutHandlerOptions", "FlowTimeoutPolicy",
     "IndexType", "InvalidStepResultError", "LongPollTimeoutError", "PersistenceSchema", "RPCInvokeOptions",

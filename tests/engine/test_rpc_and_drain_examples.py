@@ -5,11 +5,12 @@ movements given Step classes (`StepMovement.of(ExternalUpdate, None)`, not the i
 the way each controller.py drives them: an AsyncClient beside a running worker, on the
 virtual clock. What each README says is what is checked.
 
-Two further changes the port needs, as SDK 1.23 has neither name: the job-post controller's
-`config_override=FlowConfig(continue_as_new_threshold=10)` is left out (dex has no
-continue-as-new), and drain-signal's `client.publish(...)` (client-side channel publish, not
-in SDK 1.23) becomes an RPC that publishes, with FlowNotActiveOrNotFoundError for the
-controller's FlowNotActiveError.
+One further change the port needs, as SDK 1.23 lacks the name: drain-signal's
+`client.publish(...)` (client-side channel publish, not in SDK 1.23) becomes an RPC that
+publishes, with FlowNotActiveOrNotFoundError for the controller's FlowNotActiveError. The
+job-post controller's `config_override=FlowConfig(continue_as_new_threshold=10)` is kept: the
+posting's runs continue as new every ten tracked events (an update is two: its RPC and the
+ExternalUpdate it starts).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dexcli import (
     Channel,
     Context,
     Flow,
+    FlowConfig,
     FlowNotActiveOrNotFoundError,
     FlowStatus,
     IndexType,
@@ -164,7 +166,7 @@ class JobPostController:
     async def create(self, flow_id: str, title: str, description: str) -> str:
         flow = self.job_post
         options = (
-            StartFlowOptions(timeout=timedelta(hours=24))
+            StartFlowOptions(timeout=timedelta(hours=24), config_override=FlowConfig(continue_as_new_threshold=10))
             .with_attribute(flow.title, title)
             .with_attribute(flow.job_description, description)
             .with_attribute(flow.last_update_time_millis, int(time.time() * 1000))
@@ -235,6 +237,34 @@ def test_job_post_pushes_downstream_with_its_bounded_exponential_retry_and_delet
         gaps = [round(_seconds(b) - _seconds(a)) for a, b in zip(starts, starts[1:], strict=False)]
         assert gaps == [3, 6, 12]  # initial 3 s, coefficient 2
         assert env.result("job_id_2").status is FlowStatus.CANCELED
+
+
+def test_job_post_continues_as_new_every_ten_tracked_events_and_stays_one_searchable_posting() -> None:
+    with DexTestEnv() as env:
+        service = MyDependencyService()
+        flow = JobPostFlow(service)
+
+        async def user(client: AsyncClient) -> list[Any]:
+            api = JobPostController(client, flow)
+            await api.create("job_id_3", "Software Engineer", "in Seattle")
+            for i in range(6):
+                await api.update("job_id_3", f"Senior Software Engineer {i}", "in Portland", f"notes {i}")
+                await asyncio.sleep(5)
+            page = await client.search_flows("Title = 'senior'", 10)
+            every = await client.search_flows("Title = 'senior'", 10, include_continued_as_new=True)
+            return [await api.read("job_id_3"), page, every]
+
+        read, page, every = serve(env, user)
+        assert read == {"title": "Senior Software Engineer 5", "description": "in Portland", "notes": "notes 5"}
+        assert len(service.updates) == 6  # every update pushed downstream once
+        view = env.inspect("job_id_3")
+        # 5 updates = 10 tracked events: the run rolled over; the sixth is in the new run
+        assert [r["status"] for r in view["runs"]] == ["CONTINUED_AS_NEW", "RUNNING"]
+        assert [s["stepExecutionId"] for s in view["steps"]] == ["ExternalUpdate-6"]
+        assert view["state"]["attributes"]["Notes"] == "notes 5"
+        assert [e.flow_id for e in page.flows] == ["job_id_3"] and page.flows[0].run_id == view["summary"]["runId"]
+        assert sorted(e.status.name for e in every.flows) == ["CONTINUED_AS_NEW", "RUNNING"]
+        assert check_flow(env.store, env.store.get_flow("job_id_3")) == []
 
 
 def _seconds(iso: str) -> float:

@@ -205,7 +205,7 @@ def test_a_key_no_flow_has_and_no_registered_flow_declares_is_an_error(tmp_path:
         add(bare.store, "o1", 100.0, {"amount": 10})
         with pytest.raises(DexServiceError, match="there is no search key 'OrderStatus'; the keys are: FlowId, "
                                                   "RunId, FlowType, FlowStatus, StartTime, CloseTime, WorkflowId, "
-                                                  "ExecutionStatus, Amount"):
+                                                  "ExecutionStatus, ActiveStepTypes, Amount"):
             bare.search_flows("OrderStatus = 'paid'", 10)
         with pytest.raises(DexServiceError, match="no search key 'Nobody'"):
             bare.search_flows("Amount > 1 ORDER BY Nobody", 10)

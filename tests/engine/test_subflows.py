@@ -435,3 +435,45 @@ def test_subflows_nest_and_a_drive_of_the_root_drives_every_level(env: DexTestEn
     grandchild = "SubFlow:SubFlow:t-Tree-1-1-Tree-1-0"
     assert env.inspect(grandchild)["summary"]["parentFlowId"] == "SubFlow:t-Tree-1-1"
     assert env.store.running_descendants(["t"]) == []
+
+
+def test_a_parent_and_a_child_that_continue_as_new_keep_their_link(env: DexTestEnv) -> None:
+    """Continue-as-new (transitions/continuing.py) keeps both ends of a SubFlow: the parent's
+    waiting step carries its Wait (with the child's id) into the new run, the child's row keeps
+    its parent link, so the child's end still reaches the parent's current run."""
+    env.start(ParentFlow(), ["ok:30"], "p")
+    env.drive(["p"], until=lambda: status_of(env, child_id("p", 0)) == "RUNNING")
+    first = env.client.describe_flow("p").run_id
+    env.client.trigger_continue_as_new("p")
+    env.client.trigger_continue_as_new(child_id("p", 0))
+    assert env.client.wait_for_flow("p").single_output(list) == ["COMPLETED"]
+    assert SEEN["results"][0]["outputs"] == [30]
+    snap = env.inspect("p")
+    assert snap["summary"]["firstRunId"] == first and len(snap["runs"]) == 2
+    assert "SubFlowCompleted" in [e["type"] for e in snap["history"]]  # reported to the new run
+    child = env.inspect(child_id("p", 0))
+    assert child["summary"]["parentFlowId"] == "p" and len(child["runs"]) == 2
+
+
+def test_a_child_inherits_its_parents_flow_config_with_the_override_over_it(env: DexTestEnv) -> None:
+    from dexcli import FlowConfig, StepDurability
+
+    SEEN["options"] = {0: SubFlowOptions(config_override=FlowConfig(continue_as_new_threshold=7))}
+    env.client.start_flow(ParentFlow(), "p", ["ok:1", "ok:2"], StartFlowOptions(config_override=FlowConfig(
+        step_durability=StepDurability.ASYNC, continue_as_new_threshold=50)))
+    assert env.client.wait_for_flow("p").single_output(list) == ["COMPLETED", "COMPLETED"]
+    assert env.inspect(child_id("p", 0))["state"]["flowConfig"] == {
+        "stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 7}
+    assert env.inspect(child_id("p", 1))["state"]["flowConfig"] == {
+        "stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 50}
+
+
+def test_a_child_config_override_dex_cannot_apply_fails_the_wait_for(env: DexTestEnv) -> None:
+    from dexcli import FlowConfig
+
+    SEEN["options"] = {0: SubFlowOptions(config_override=FlowConfig(worker_target=object()))}
+    env.start(ParentFlow(), ["ok:1"], flow_id="p")
+    env.drive(["p"])
+    assert env.inspect("p")["summary"]["flowStatus"] == "FAILED"
+    assert "worker_target" in json.dumps(env.inspect("p")["steps"][0]["attempts"])
+    assert env.store.get_flow(child_id("p", 0)) is None

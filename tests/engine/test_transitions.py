@@ -812,3 +812,74 @@ def test_release_left_ends_every_attempt_still_leased_to_the_owner_and_no_other(
     assert steps(store, "c")["Start-1"].lease_owner == "other"
     with store.tx() as tx:
         assert t.release_left(tx, "me", T0 + 6) == 0
+
+
+# ------------------------------------------------------------------- continue-as-new --------
+def test_continue_as_new_archives_the_run_and_carries_what_is_open_in_one_transaction(
+        store: Store, defs: Definitions) -> None:
+    work, _ = moved_to(store, defs, "Work", "Recover")  # Start-1 completed; Work-1 and Recover-1 leased
+    with store.tx() as tx:
+        t.fail(tx, work.step, "me", boom(T0 + 2), defs, T0 + 2)  # Work-1 backs off: one failed attempt
+    old = flow(store)
+    with store.tx() as tx:
+        done = t.continuing.continue_as_new(tx, "f", T0 + 5, "test")
+    archived = f"f${old.run_id}"
+    assert (done.previous_run_id, done.archived_as, done.carried) == (old.run_id, archived, ("Work-1", "Recover-1"))
+    new = flow(store)
+    assert (new.run_id, new.first_run_id, new.status, new.start_time) == (done.run_id, old.run_id,
+                                                                         FlowState.RUNNING, T0 + 5)
+    assert json.loads(new.step_numbers or "{}") == {"Start": 1, "": 1}
+    gone = flow(store, archived)
+    assert (gone.run_id, gone.status, gone.close_time) == (old.run_id, FlowState.CONTINUED_AS_NEW, T0 + 5)
+    assert set(steps(store)) == {"Work-1", "Recover-1"} and set(steps(store, archived)) == {"Start-1"}
+    assert outcomes(store)[("Work-1", 1)] is AttemptOutcome.FAILED  # its attempts go with it
+    assert [e for e, _ in events(store, archived)] == ["FlowStarted", "StepExecuteCompleted", "FlowClosed"]
+    assert events(store, archived)[-1][1]["continuedToRunId"] == done.run_id
+    ((kind, started),) = events(store)
+    assert kind == "FlowContinued" and started["previousRunId"] == old.run_id
+    assert [s["stepExecutionId"] for s in started["stepsToResume"]] == ["Work-1", "Recover-1"]
+    # the next step execution of a type an earlier run numbered numbers on from it
+    with store.tx() as tx:
+        assert tx.next_step_number("f", "Start") == (2, 4)
+        assert tx.next_step_number("f", "Work") == (2, 4)
+
+
+def test_continue_as_new_that_fails_leaves_everything_as_it_was(store: Store, defs: Definitions) -> None:
+    moved_to(store, defs, "Work")
+    before = (flow(store), steps(store), events(store))
+    with pytest.raises(RuntimeError), store.tx() as tx:
+        t.continuing.continue_as_new(tx, "f", T0 + 5, "test")
+        raise RuntimeError("the process dies before COMMIT")
+    assert (flow(store), steps(store), events(store)) == before
+    assert store.get_flow(f"f${before[0].run_id}") is None
+
+
+def test_continue_as_new_refuses_a_closed_or_unknown_flow(store: Store, defs: Definitions) -> None:
+    started_by(store, defs)
+    with store.tx() as tx:
+        t.stop(tx, "f", "CANCEL", None, T0 + 1)
+    for flow_id in ("f", "nope"):
+        with pytest.raises(FlowNotActiveOrNotFoundError), store.tx() as tx:
+            t.continuing.continue_as_new(tx, flow_id, T0 + 2, "test")
+    assert flow(store).status is FlowState.CANCELED
+
+
+def test_update_config_merges_into_the_running_flows(store: Store, defs: Definitions) -> None:
+    started_by(store, defs)
+    with store.tx() as tx:
+        t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 3}, T0 + 1)
+        t.continuing.update_config(tx, "f", {"stepDurability": "STEP_DURABILITY_ASYNC"}, T0 + 2)
+    assert flow(store).config == {"continueAsNewThreshold": 3, "stepDurability": "STEP_DURABILITY_ASYNC"}
+    assert events(store)[1:] == [
+        ("FlowConfigUpdated", {"update": {"continueAsNewThreshold": 3}, "flowConfig": {"continueAsNewThreshold": 3}}),
+        ("FlowConfigUpdated", {"update": {"stepDurability": "STEP_DURABILITY_ASYNC"}, "flowConfig": {
+            "continueAsNewThreshold": 3, "stepDurability": "STEP_DURABILITY_ASYNC"}})]
+
+
+def test_an_update_that_lowers_the_threshold_to_what_the_run_has_reached_rolls_it_over(
+        store: Store, defs: Definitions) -> None:
+    moved_to(store, defs, "Work")  # Start-1's completion: 1 tracked event
+    first = flow(store).run_id
+    with store.tx() as tx:
+        t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 2}, T0 + 3)  # the update is the 2nd
+    assert flow(store).run_id != first and [e for e, _ in events(store)] == ["FlowContinued"]

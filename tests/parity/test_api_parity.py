@@ -72,6 +72,8 @@ SIGNATURES = [
     "SubFlow.run", "SubFlow.get_condition_results", "SubFlow.get_flow_id", "SubFlowOptions",
     "SubFlowOptions.with_attribute",
     "Client.time_travel", "AsyncClient.time_travel", "TimeTravelOptions",
+    "FlowConfig", "Client.update_flow_config", "AsyncClient.update_flow_config", "Client.trigger_continue_as_new",
+    "AsyncClient.trigger_continue_as_new",
 ]
 
 # dexcli conveniences a flow's bootstrap code may use and the official SDK lacks, by callable:

@@ -1,7 +1,8 @@
 """Dex's job-post and drain-signal-channels examples, as ported in
-tests/engine/test_rpc_and_drain_examples.py, register under the official SDK 1.23 (the same
-source, its `from dexcli import` line swapped) as under dexcli, with the same step graph: a flow
-without a start step, a movement to a Step[str] with None, RPCs that start steps and publish."""
+tests/engine/test_rpc_and_drain_examples.py, and the flow primitive (test_config_examples.py),
+register under the official SDK 1.23 (the same source, its `from dexcli import` line swapped) as
+under dexcli, with the same step graph: a flow without a start step, a movement to a Step[str]
+with None, RPCs that start steps and publish."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from tests.parity.parity_kit import ROOT, Verdict, load, official, sdk_module
 from tests.parity.parity_kit import graph as graph_of
 
 SOURCE = ROOT / "tests" / "engine" / "test_rpc_and_drain_examples.py"
+FLOW_PRIMITIVE = ROOT / "tests" / "engine" / "test_config_examples.py"
 
 
-def registered(sdk: str, build: str) -> tuple[Verdict, Any]:
-    module = load("ported_examples", SOURCE.read_text(encoding="utf-8"), sdk)
+def registered(sdk: str, build: str, source: Any = SOURCE) -> tuple[Verdict, Any]:
+    module = load(f"ported_{source.stem}", source.read_text(encoding="utf-8"), sdk)
     flow = eval(build, vars(module))  # noqa: S307 - a constructor call of the module's own names
     registry = sdk_module(sdk).Registry([flow], allow_async_handlers=True)  # an AsyncWorker's
     return Verdict(True, registry=registry, flow=flow), module
@@ -51,3 +53,14 @@ def test_none_is_null_for_any_type_under_both_codecs(tp: Any) -> None:
     wire = mapper.encode(None, codec)
     assert wire.WhichOneof("kind") == "null_value" and mapper.decode(wire, codec) is None
     assert encode(None) == "null" and decode("null", tp) is None
+
+
+def test_the_flow_primitive_registers_alike_and_its_start_options_build_under_both_sdks() -> None:
+    official()
+    mine, mod_mine = registered("dexcli", "ExampleFlow()", FLOW_PRIMITIVE)
+    theirs, mod_theirs = registered("dex", "ExampleFlow()", FLOW_PRIMITIVE)
+    assert graph_of(mine, "dexcli", mod_mine) == graph_of(theirs, "dex", mod_theirs)
+    for module in (mod_mine, mod_theirs):  # the controller's options: a timeout and a FlowConfig
+        options = module.start_flow_options()
+        assert options.config_override.step_durability.name == "SYNC"
+

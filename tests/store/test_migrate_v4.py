@@ -102,3 +102,21 @@ def output(view: Any) -> Any:
 def outcomes(view: Any, seid: str) -> list[str]:
     (step,) = [s for s in view["steps"] if s["stepExecutionId"] == seid]
     return [a["outcome"] for a in step["attempts"]]
+
+
+def test_schema_6_adds_flow_config_and_the_continue_as_new_chain_to_every_flow(tmp_path: Path) -> None:
+    """Migration 5 → 6: flows.flow_config, first_run_id and step_numbers, NULL for the flows
+    already there (no FlowConfig, the first run of no chain, no earlier runs' steps)."""
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    view = inspect(db, "approval")
+    conn = sqlite3.connect(db)
+    try:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(flows)")}
+        values = set(conn.execute("SELECT flow_config, first_run_id, step_numbers FROM flows").fetchall())
+    finally:
+        conn.close()
+    assert {"flow_config", "first_run_id", "step_numbers"} <= columns
+    assert values == {(None, None, None)}
+    assert view["state"]["flowConfig"] == {"stepDurability": "STEP_DURABILITY_SYNC"}
+    assert view["summary"]["firstRunId"] == view["summary"]["runId"] and len(view["runs"]) == 1

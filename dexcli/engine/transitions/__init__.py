@@ -19,10 +19,11 @@ Waiting's state changes (a committed Wait, a woken wait, publishes, a skipped ti
 cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `flows`; a
 flow timeout's firing in `timeouts`; an RPC's locks and committed effects in `rpc`; a time travel
 (a new run from the current run's history, the old run retired with `flows.retire_run`, which
-id reuse uses too) in `time_travel`."""
+id reuse uses too) in `time_travel`; a client's FlowConfig update and continue-as-new (by a
+client or the FlowConfig threshold) in `continuing`."""
 
 from dexcli.engine.deadlines import method_options
-from dexcli.engine.transitions import waiting
+from dexcli.engine.transitions import continuing, waiting
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
@@ -86,6 +87,7 @@ __all__ = [
     "close",
     "complete",
     "complete_execute",
+    "continuing",
     "end_call",
     "fail",
     "fire_due",

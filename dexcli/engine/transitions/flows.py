@@ -93,7 +93,7 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
          **({"initialAttributes": initial} if initial else {}),
          **({"parentFlowId": req.parent[0], "parentStepExecutionId": req.parent[1]} if req.parent else {})}))
     got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
-        tx, step, run_id, req.start.spec, req.definition)
+        tx, step, run_id, req.start.spec, req.definition, s.flow_config)
     return Started(run_id, True, got, previous.terminated if previous else None)
 
 

@@ -18,6 +18,7 @@ from dexcli.engine.deadlines import (
     timeout_detail,
 )
 from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions.continuing import Continued, when_due
 from dexcli.engine.transitions.flows import close
 from dexcli.engine.transitions.steps import (
     AttemptKey,
@@ -63,6 +64,7 @@ class Completed:
     closed: Closed | None
     leased: tuple[Leased, ...]
     created: int = 0  # how many next steps it created
+    continued: Continued | None = None  # the continue-as-new its commit made, when it met the threshold
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -106,10 +108,15 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
         return Completed(summary_json, _GRACEFUL, (), len(created))  # no step left open: the flow completes
     if completions is not None or graceful != flow.graceful:
         tx.set_flow_outputs(key.flow_id, completions, graceful)
-    got = tuple(leased(tx, s, flow.run_id, n.spec, definition) for s, n in zip(created, plan, strict=True)
+    run_id, rolled = flow.run_id, None
+    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
+        rolled = when_due(tx, key.flow_id, now)
+        run_id = rolled.run_id if rolled is not None else run_id  # the next steps run in the new run
+    got = tuple(leased(tx, s, run_id, n.spec, definition, flow.flow_config)
+                for s, n in zip(created, plan, strict=True)
                 if s.lease_owner is not None) \
         if lease_next else ()
-    return Completed(summary_json, None, got, len(created))
+    return Completed(summary_json, None, got, len(created), rolled)
 
 
 def _summary(decision: Decision, created: list[StepRecord]) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from dexcli.engine.attributes import apply_writes
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.transitions.continuing import when_due
 from dexcli.engine.transitions.steps import NextStep, queue_step
 from dexcli.sdk.errors import (
     ChannelMessageNotFoundError,
@@ -98,4 +99,6 @@ def commit_rpc(tx: Tx, rpc_name: str, flow_id: str, input_value: Any, effects: w
         **({"upsertAttributes": upserts} if upserts else {}),
     })
     woken = w.wake_flow(tx, flow_id, definitions, now, None) if ids else []
+    if flow.flow_config is not None:  # its FlowConfig's threshold may roll the run over here
+        when_due(tx, flow_id, now)
     return RpcApplied(tuple(canceled), tuple(started), tuple(woken))

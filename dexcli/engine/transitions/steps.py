@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dexcli.engine.deadlines import method_options
+from dexcli.engine.flow_config import durability_of
 from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
@@ -47,9 +48,11 @@ class Leased:
     options: ResolvedOptions  # the leased method's
     queue_counts: dict[str, int] = field(default_factory=dict)  # pending channel messages when leased
     attributes: dict[str, str] = field(default_factory=dict)  # the attribute snapshot (key -> JSON)
+    durability: str = "SYNC"  # how its result commits: the method's, else its flow's FlowConfig (method_durability)
 
 
-def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: FlowDefinition) -> Leased:
+def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: FlowDefinition,
+           flow_config: str | None = None) -> Leased:
     """The record of a step leased in this transaction, with the snapshot its handler reads:
     channel sizes (read after this transaction's writes) and attributes (its loaded maps
     included): read now for a method's first attempt, as they were then for the others."""
@@ -59,7 +62,7 @@ def leased(tx: Tx, step: StepRecord, run_id: str, spec: StepSpec, definition: Fl
     if definition.attributes:
         attrs = tx.attributes_of(step.flow_id, opts.loads) if step.method_attempt <= 1 else \
             tx.attributes_at_call_start(step.flow_id, step.step_execution_id, opts.loads)
-    return Leased(step, run_id, spec, definition, opts, counts, attrs)
+    return Leased(step, run_id, spec, definition, opts, counts, attrs, durability_of(opts, flow_config))
 
 
 def end_call(tx: Tx, step: StepRecord, now: float) -> None:
@@ -131,7 +134,7 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
                          heartbeat_deadline=hb_deadline, attempt_deadline=at_deadline, next_attempt_at=None,
                          last_heartbeat_time=None, lock_wait=None, heartbeats=0, stream_writes=0,
                          total_deadline=r.step.total_deadline if restart is None else restart)
-    return leased(tx, step, r.run_id, spec, definition)
+    return leased(tx, step, r.run_id, spec, definition, r.flow_config)
 
 
 def _replace_step(step: StepRecord, **changes: Any) -> StepRecord:

@@ -2,11 +2,12 @@
 parent's wait re-evaluate (Dex's SubFlow completion signal).
 
 `flows.close` calls `report_to_parent` in the transaction that closes any flow: a child whose
-parent step still waits on it (the parent's Wait names the child's flow id and run id, and has
-no result for it yet) gets its result recorded in that Wait, and the parent step becomes due
-now (on the parent's clock), so the next scheduler pass that drives the parent evaluates it
-(`Engine.claim` -> `waiting.wake_step`). A parent that has moved on (an any_of another
-condition won, a closed parent) is left as it is: the child's end changes nothing there.
+parent step still waits on it (the parent's Wait names the child's flow id and run id — or an
+earlier run of the child's continue-as-new chain — and has no result for it yet) gets its
+result recorded in that Wait, and the parent step becomes due now (on the parent's clock), so
+the next scheduler pass that drives the parent evaluates it (`Engine.claim` ->
+`waiting.wake_step`). A parent that has moved on (an any_of another condition won, a closed
+parent) is left as it is: the child's end changes nothing there.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from typing import Any
 
 from dexcli.engine.wait_kinds import SUBFLOW
-from dexcli.store import FlowRecord, FlowState, StepState, Tx
+from dexcli.store import ARCHIVE_SEPARATOR, FlowRecord, FlowState, StepState, Tx
 
 
 def result_of(flow: FlowRecord) -> dict[str, Any]:
@@ -26,6 +27,16 @@ def result_of(flow: FlowRecord) -> dict[str, Any]:
     return {"status": flow.status.value,
             "completions": json.loads(flow.completions) if flow.status is FlowState.COMPLETED else [],
             "errorType": flow.error_type, "errorMessage": None if quiet else flow.error_message}
+
+
+def _same_chain(tx: Tx, child: FlowRecord, run_id: str | None) -> bool:
+    """Whether the run a parent's Wait names is `child`'s, or an earlier run of its
+    continue-as-new chain (transitions/continuing.py): the chain's last run reports for it."""
+    if run_id is None or run_id in (child.run_id, child.chain_first_run_id):
+        return run_id is not None
+    earlier = tx.get_flow(f"{child.flow_id}{ARCHIVE_SEPARATOR}{run_id}")
+    return earlier is not None and earlier.status is FlowState.CONTINUED_AS_NEW and \
+        earlier.chain_first_run_id == child.chain_first_run_id
 
 
 def report_to_parent(tx: Tx, flow_id: str, now: float) -> str | None:
@@ -43,7 +54,7 @@ def report_to_parent(tx: Tx, flow_id: str, now: float) -> str | None:
         return None
     wait = json.loads(step.wait)
     cond = next((c for c in wait["conditions"] if c["kind"] == SUBFLOW and c.get("flowId") == child.flow_id
-                 and c.get("runId") == child.run_id), None)
+                 and _same_chain(tx, child, c.get("runId"))), None)
     if cond is None or cond.get("result") is not None:
         return None
     cond["result"] = result_of(child)

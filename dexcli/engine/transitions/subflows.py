@@ -20,14 +20,16 @@ reaches the parent through `subflow_results.report_to_parent`.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from dexcli.engine.flow_config import merged
 from dexcli.engine.transitions.flows import StartRequest, start
 from dexcli.engine.transitions.steps import Closed
 from dexcli.engine.transitions.subflow_results import result_of
 from dexcli.engine.waits import subflow_conditions
-from dexcli.store import FlowRecord, FlowState, Tx
+from dexcli.store import FlowRecord, FlowState, StartSettings, Tx
 
 ATTACH, RESTART_IF_ABNORMAL, ALWAYS_RESTART = "ATTACH", "RESTART_IF_PREVIOUS_EXITS_ABNORMALLY", "ALWAYS_RESTART"
 
@@ -60,6 +62,15 @@ class ChildStarted:
     terminated: Closed | None = None  # the running run ALWAYS_RESTART replaced
 
 
+def _inherited(settings: StartSettings, parent: FlowRecord) -> StartSettings:
+    """A child's FlowConfig: the parent's, with SubFlowOptions.config_override's fields over it
+    (the server's rule: the override applies over the inherited parent configuration)."""
+    if parent.flow_config is None:
+        return settings
+    override = json.loads(settings.flow_config) if settings.flow_config else {}
+    return dataclasses.replace(settings, flow_config=merged(parent.flow_config, override))
+
+
 def start_children(tx: Tx, parent: FlowRecord, seid: str, wait: dict[str, Any], children: tuple[ChildStart, ...],
                    now: float) -> list[ChildStarted]:
     """Start (or reuse) the children of the wait `wait` of step `seid`, which is updated in
@@ -71,7 +82,8 @@ def start_children(tx: Tx, parent: FlowRecord, seid: str, wait: dict[str, Any], 
         cond = conds[child.index]
         request_id = f"{parent.run_id}-{seid}-{child.index}"
         req = dataclasses.replace(child.request, flow_ref=parent.flow_ref, request_id=request_id,
-                                  ignore_already_started=False, parent=(parent.flow_id, seid))
+                                  ignore_already_started=False, parent=(parent.flow_id, seid),
+                                  settings=_inherited(child.request.settings, parent))
         existing = tx.get_flow(req.flow_id)
         policy = ATTACH if existing is not None and existing.request_id == request_id else child.reuse
         done: ChildStarted

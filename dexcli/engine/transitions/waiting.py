@@ -25,6 +25,7 @@ from dexcli.engine import waits as w
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
+from dexcli.engine.transitions.continuing import when_due
 from dexcli.engine.transitions.steps import AttemptKey, Fenced, Leased, end_call, lease
 from dexcli.engine.transitions.subflows import ChildStart, ChildStarted, start_children
 from dexcli.sdk.errors import FlowEndedError, FlowNotActiveOrNotFoundError
@@ -188,7 +189,8 @@ def _queue_execute(tx: Tx, step: StepRecord, results: dict[str, Any], definition
         assert fresh is not None and flow is not None
         found = definitions.step_for(flow.flow_id, flow.flow_type, flow.flow_ref, step.step_type)
         if found is not None:
-            runnable = Runnable(fresh, flow.status, flow.run_id, flow.flow_type, flow.flow_ref)
+            runnable = Runnable(fresh, flow.status, flow.run_id, flow.flow_type, flow.flow_ref,
+                                flow_config=flow.flow_config)
             leased = lease(tx, runnable, found[0], found[1], owner, now)
     return Woken(step.step_execution_id, results, leased)
 
@@ -245,7 +247,10 @@ def skip_timer(tx: Tx, flow_id: str, seid: str, condition_id: str | None, index:
                                                 "timerIndex": timer["timerIndex"]})
     fresh = tx.get_step(flow_id, seid)
     assert fresh is not None
-    return wake_step(tx, fresh, definitions, now, owner)
+    woken = wake_step(tx, fresh, definitions, now, owner)
+    if flow.flow_config is not None:  # a skip counts toward its FlowConfig's continue-as-new threshold
+        when_due(tx, flow_id, now)
+    return woken
 
 
 # ------------------------------------------------------------------------------ cancel ------
