@@ -91,5 +91,5 @@ def test_inspect_run_id_reads_one_run_of_the_chain(cli: Cli, db: Path) -> None:
     first, last = make(db)
     assert cli.json("inspect", "c", "--run-id", first, "--json")["summary"]["runId"] == first
     assert cli.json("inspect", "c", "--run-id", last, "--json")["summary"]["flowId"] == "c"
-    assert_error(cli("inspect", "c", "--run-id", "nope"), 3, "flow 'c' has no run 'nope'")
+    assert_error(cli("inspect", "c", "--run-id", "nope"), 3, "flow c has no run nope")
 

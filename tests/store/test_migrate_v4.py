@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,15 @@ def test_the_fixture_is_a_version_4_database_with_flows_left_running() -> None:
     assert steps[("approval", "AwaitDecision-1")] == "WAITING"
 
 
+def back_to_when_it_was_made(conn: sqlite3.Connection) -> None:
+    """Set the running flows' clocks back to the moment the fixture was made (its last start),
+    as if the process that left them had just stopped: the fixture ages, and its flows'
+    deadlines (a step's 4 h TotalDuration) are on their own clocks, not on this test's day."""
+    made = conn.execute("SELECT MAX(start_time) FROM flows").fetchone()[0]
+    conn.execute("UPDATE flows SET clock_offset = ? WHERE status = 'RUNNING'", (made + 5 - time.time(),))
+    conn.commit()
+
+
 def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
     shutil.copy(FIXTURE, db)
@@ -52,6 +62,7 @@ def test_a_version_4_database_opens_and_its_running_flows_finish(tmp_path: Path)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute("SELECT COUNT(*) FROM attribute_sync").fetchone() == (0,)  # schema 7's outbox
+    back_to_when_it_was_made(conn)
     conn.close()
     events = before["history"]["events"]
     assert [e["eventId"] for e in events] == [str(i) for i in range(1, len(events) + 1)]  # counted per flow
