@@ -53,6 +53,12 @@ class Driver(Protocol):
     def cancelling(self) -> int: ...
 
 
+class Timer(Protocol):
+    """An armed watchdog: an asyncio timer, or an entry of dexcli.engine.watch."""
+
+    def cancel(self) -> None: ...
+
+
 class AttemptRun:
     def __init__(self, host: AttemptHost, leased: Leased, owner: str, now: float) -> None:
         self.host = host
@@ -72,7 +78,7 @@ class AttemptRun:
         self.fenced: str | None = None
         self.driver: Driver | None = None  # set once it starts
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop it runs on
-        self.timer: asyncio.TimerHandle | None = None  # the watchdog at the next deadline
+        self.timer: Timer | None = None  # the watchdog at the next deadline
         self.timed_out: tuple[float, str] | None = None  # (deadline, kind) once it fired
         self.heartbeats = 0
         self.stream_writes = 0

@@ -48,15 +48,16 @@ from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
-from dexcli.engine.sync_attempt import SyncAttempt, halt
+from dexcli.engine.sync_attempt import SyncAttempt, SyncHooks, halt
 from dexcli.engine.transitions import waiting as w
+from dexcli.engine.watch import Watch
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import Registry
 from dexcli.sdk.results import StartFlowOptions
-from dexcli.store import FlowState, StepState, Store
+from dexcli.store import FlowState, Method, StepState, Store
 
 log = logging.getLogger("dexcli.engine")
 
@@ -76,6 +77,12 @@ class Engine:
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
         self.outputs = OutputQueue(clock, self.commits, self.events, self.faults)
         self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
+        self._deadlines: Watch | None = None  # attempts' watchdogs, on run()'s loop
+        self._halting = False  # run()'s attempts are being stopped: no chain of sync steps goes on
+        self._sync = SyncHooks(store, self.faults, self.events, self.definitions, self.commits, self.endings,
+                               self.now, self.attempt_started, self.interrupted, self.unrecorded,
+                               self.attempt_ended, self.arm, self._successor, lambda: self._halting,
+                               self._tidy)
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self._unstarted: list[t.Leased] = []  # leased as run() was ending: given back, never begun
@@ -196,6 +203,9 @@ class Engine:
         token = use_host(self.host)
         self.drives.begin(asyncio.get_running_loop(), self.scheduler.accept)
         self._stopped = []
+        self._halting = False
+        if self._deadlines is None or self._deadlines.loop is not asyncio.get_running_loop():
+            self._deadlines = Watch(asyncio.get_running_loop(), self._watch)
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
         if teardown is not None and self._halt not in teardown:
@@ -375,21 +385,43 @@ class Engine:
 
     # ------------------------------------------------------------------ one attempt ------
     def start_attempt(self, leased: t.Leased, now: float) -> None:
-        if self.scheduler.stopping():  # run() ends next: given back at its end, never begun
+        loop = asyncio._get_running_loop()
+        if loop is None or self.scheduler.stopping():  # run() ends (or ended): given back, never begun
             self._unstarted.append(leased)
             return
-        run = AttemptRun(self, leased, self.owner, now)
-        self.runs[run.key] = run
-        self._by_flow.setdefault(run.flow_id, set()).add(run.key)
-        self.stats["attempts"] += 1
+        run = self._register(leased, now)
         ctx = self._context.copy() if self._context is not None else contextvars.copy_context()
-        run.loop = loop = asyncio.get_running_loop()
+        run.loop = loop
         if SyncAttempt.fits(run, loop):  # a plain sync execute: callbacks, no task
-            run.driver = SyncAttempt(self, run, ctx)
+            run.driver = SyncAttempt(self._sync, run, ctx)
         else:
             task = loop.create_task(self._run_attempt(run), context=ctx)
             task.add_done_callback(lambda done: self._never_began(run, done))
             run.driver = task
+
+    def _register(self, leased: t.Leased, now: float) -> AttemptRun:
+        run = AttemptRun(self, leased, self.owner, now)
+        self.runs[run.key] = run
+        self._by_flow.setdefault(run.flow_id, set()).add(run.key)
+        self.stats["attempts"] += 1
+        return run
+
+    def _successor(self, leased: t.Leased, loop: Any) -> AttemptRun | None:
+        """On a handler thread whose commit just leased `leased` here: its attempt, registered
+        to run on that thread next (dexcli.engine.sync_attempt), when it is a plain sync execute
+        and this process goes on; else None (the loop starts it, or gives it back)."""
+        if (leased.spec.handler_kind != "sync" or leased.step.method is not Method.EXECUTE or self._halting
+                or self.scheduler.stopping()):
+            return None
+        run = self._register(leased, self.now(leased.step.flow_id))
+        run.loop = loop
+        ctx = self._context.copy() if self._context is not None else contextvars.copy_context()
+        run.driver = SyncAttempt(self._sync, run, ctx, chained=True)
+        return run
+
+    def _tidy(self) -> None:
+        if self._deadlines is not None:
+            self._deadlines.tidy()
 
     def _never_began(self, run: AttemptRun, task: asyncio.Task[None]) -> None:
         """A task cancelled before its first step (its flow closed in the same loop pass, or
@@ -433,7 +465,8 @@ class Engine:
         run.fence(STOPPING)
 
     def _halt(self) -> None:
-        halt(list(self.runs.values()))
+        self._halting = True
+        halt(self.runs.values)
 
     def unrecorded(self, run: AttemptRun, exc: Exception) -> None:
         """The outcome could not be recorded (a database error, a bug)."""
@@ -468,7 +501,14 @@ class Engine:
             run.fence(f"{kind} timeout")
             run.cancel()
         else:
-            run.timer = loop.call_at(deadline - ahead, self._watch, run)
+            run.timer = self._arm_at(run, deadline - ahead)
+
+    def _arm_at(self, run: AttemptRun, when: float) -> Any:
+        deadlines = self._deadlines
+        if deadlines is not None and deadlines.loop is run.loop:
+            return deadlines.arm(when, run)
+        assert run.loop is not None
+        return run.loop.call_at(when, self._watch, run)
 
     def runs_of(self, flow_id: str) -> list[AttemptRun]:
         """The attempts of a flow running here."""
@@ -486,7 +526,7 @@ class Engine:
         type raises ValueMappingError: that attempt's failure, as a worker's decode failure is."""
         loop = run.loop
         assert loop is not None
-        run.timer = loop.call_at(run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()), self._watch, run)
+        run.timer = self._arm_at(run, run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()))
         return from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
 
     async def _attempt(self, run: AttemptRun) -> None:

@@ -63,7 +63,19 @@ class Endings:
 
         return Unit(apply, committed, durable=durable)
 
+    def counted(self) -> None:
+        """A transition committed outside a unit (on a handler thread, dexcli.engine.sync_attempt)."""
+        self.engine.stats["transitions"] += 1
+
     def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
+        apply, done = self.decision(run, decision)
+        # ASYNC durability (StepOptions.execute_durability): acknowledged before it is persistent
+        return Unit(apply, done, durable=run.opts.durability != "ASYNC")
+
+    def decision(self, run: AttemptRun, decision: t.Decision
+                 ) -> tuple[Callable[[Any], t.ExecuteDone], Callable[[t.ExecuteDone], None]]:
+        """A decision's write (inside a transaction) and what follows its commit (reported,
+        counted). A unit's parts on the loop; a handler thread commits it itself."""
         engine = self.engine
         owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
 
@@ -87,8 +99,11 @@ class Endings:
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             engine.scheduler.wake(for_stop_only=run.handed_on)
 
-        # ASYNC durability (StepOptions.execute_durability): acknowledged before it is persistent
-        return self._unit(apply, done, durable=run.opts.durability != "ASYNC")
+        def committed(d: t.ExecuteDone) -> None:
+            engine.stats["transitions"] += 1
+            done(d)
+
+        return apply, committed
 
     def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
         engine = self.engine

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import uuid
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,6 +77,10 @@ class Scheduler:
         self._orphans: list[Waiter] = []  # those of attempts still waiting when run() ended
         self._next_stopped_look = 0.0  # real monotonic time of the next look for stopped owners' marks
         self._announced: object = None  # what the last idleWait event said
+        self._loop: asyncio.AbstractEventLoop | None = None  # run()'s, and its thread
+        self._thread = 0
+        self._full = True  # a wake since the last pass that may have made something due
+        self._hop = False  # a wake from another thread is on its way to the loop
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -85,9 +91,22 @@ class Scheduler:
         so only a stop condition could care."""
         if for_stop_only and not self._has_stop and not self._waiters:
             return
+        if not for_stop_only:
+            self._full = True
+        if threading.get_ident() != self._thread:  # a handler thread's chain (sync_attempt)
+            loop = self._loop
+            if loop is not None and not self._hop:
+                self._hop = True
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody sleeps on it
+                    loop.call_soon_threadsafe(self._hopped)
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _hopped(self) -> None:
+        self._hop = False
+        self.wake(for_stop_only=True)
 
     def reserve(self) -> str | None:
         """The owner a start made outside run() leases its first attempt to: the one the next
@@ -222,6 +241,8 @@ class Scheduler:
         clock = engine.clock
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
+        self._loop, self._thread, self._full = asyncio.get_running_loop(), threading.get_ident(), True
+        last: Schedule | None = None
         try:
             self._release_stopped()
             if flow_ids is not None:
@@ -236,8 +257,13 @@ class Scheduler:
                 if driving is not None and not ids and engine.unloadable:
                     fid = next(iter(engine.unloadable))
                     raise cannot_run(fid, engine.unloadable[fid])
-                sched = first if first is not None else self._pass(ids)
-                first = None
+                if first is not None:
+                    sched = first
+                elif not self._full and last is not None:
+                    sched = last  # woken only for a stop condition (a step handed on): nothing new is due
+                else:
+                    sched = self._pass(ids)
+                first, last, self._full = None, sched, False
                 self._check_waiters()
                 if stop is not None and stop() and not self._outside_waiting():
                     break
@@ -248,10 +274,12 @@ class Scheduler:
                     self._announce(sched, ids)
                 timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
+                    self._full = True
                     continue
                 await self._sleep(timeout)
         finally:
             self._all, self._driving, self._stop = False, None, None
+            self._loop, self._thread = None, 0
             waiters, self._waiters = self._waiters, []
             for w in waiters:
                 if w.outside:  # they drive again themselves
@@ -421,10 +449,11 @@ class Scheduler:
         """Until wake() or the timeout (a future and a timer: no task per sleep)."""
         loop = asyncio.get_running_loop()
         if timeout is not None and timeout <= 0:
+            self._full = True
             await asyncio.sleep(0)
         else:
             waiter = self._waiter = loop.create_future()
-            timer = None if timeout is None else loop.call_at(loop.time() + timeout, _resolve, waiter)
+            timer = None if timeout is None else loop.call_at(loop.time() + timeout, self._timed_out, waiter)
             try:
                 await waiter
             finally:
@@ -434,6 +463,10 @@ class Scheduler:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError()  # a cancel that landed as the wake fired: honour it
+
+    def _timed_out(self, waiter: asyncio.Future[None]) -> None:
+        self._full = True  # time passed: something may be due
+        _resolve(waiter)
 
     def _next_wake(self, sched: Schedule) -> tuple[float | None, bool]:
         """When something is next due, and whether a live process holds a lease here.

@@ -14,6 +14,12 @@ straight from the batch's delivery, with no future and no wake-up of its own.
 `busy` counts calls handed over whose results the loop has not taken yet (a call whose
 awaiting task was cancelled counts until its thread returns). It is only touched on the
 loop's thread; an auto-advancing clock does not jump while it is above 0.
+
+A call that blocks past its attempt's deadline holds its thread; the engine `abandon`s that
+thread (it no longer counts against the limit, a new one takes the queued calls, and it ends
+once its call returns), so other flows keep running. A call runs a chain of steps when each
+step's commit leases the next one here (dexcli.engine.sync_attempt): `waiting` tells it
+whether other calls wait for a thread meanwhile.
 """
 
 from __future__ import annotations
@@ -35,6 +41,21 @@ _local = threading.local()
 def on_handler_thread() -> bool:
     """Whether this thread is a handler thread (its call counts in some loop's `busy`)."""
     return getattr(_local, "handler", False)
+
+
+class Worker:
+    """One handler thread, as the pool counts it."""
+
+    __slots__ = ("abandoned",)
+
+    def __init__(self) -> None:
+        self.abandoned = False  # no longer counted: it ends once its call returns
+
+
+def current_worker() -> Worker | None:
+    """The handler thread this code runs on (None elsewhere)."""
+    worker: Worker | None = getattr(_local, "worker", None)
+    return worker
 
 
 class StepThreads:
@@ -71,11 +92,34 @@ class StepThreads:
             self._threads += 1
         park = threading.Lock()
         park.acquire()
+        self._spawn(park)
+
+    def _spawn(self, park: threading.Lock) -> None:
         threading.Thread(target=self._work, args=(park,), name=f"{self._name}-{self._threads}",
                          daemon=True).start()
 
+    def waiting(self) -> bool:
+        """Whether calls wait for a thread (the pool is busy with other work)."""
+        return bool(self._calls)
+
+    def abandon(self, worker: Worker) -> None:
+        """`worker`'s call is stuck (its attempt timed out): it stops counting against the
+        limit, a new thread takes the queued calls, and it ends when its call returns."""
+        with self._lock:
+            if worker.abandoned or self._closed:
+                return
+            worker.abandoned = True
+            self._threads -= 1
+            if not self._calls or self._idle or self._threads >= self._max:
+                return
+            self._threads += 1
+        park = threading.Lock()
+        park.acquire()
+        self._spawn(park)
+
     def _work(self, park: threading.Lock) -> None:
         _local.handler = True
+        worker = _local.worker = Worker()
         calls = self._calls
         while True:
             try:
@@ -96,6 +140,8 @@ class StepThreads:
                 result = (then, False, exc)
             self._post(result)
             del fn, args, ctx, then, result  # a parked thread keeps nothing of its last call alive
+            if worker.abandoned:  # replaced while its call was stuck
+                return
 
     def _post(self, result: tuple[_Target, bool, Any]) -> None:
         with self._lock:
