@@ -24,11 +24,8 @@ PACKAGE = ROOT / "dexcli"
 TWO_WAY_DEBT = {
     ("dexcli", "cli", "plugins"),
     ("dexcli.cli", "app", "plugin_cmds"),
-    ("dexcli.engine", "core", "endings"),
-    ("dexcli.engine", "core", "schedule"),
-    ("dexcli.engine", "core", "sync_attempt"),
 }
-KEEPS_ENGINE_DEBT = {"endings", "schedule", "sync_attempt", "runner"}
+KEEPS_ENGINE_DEBT = {"runner"}
 
 
 def _name(path: Path) -> str:

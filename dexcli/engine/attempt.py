@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -33,14 +35,13 @@ from dexcli.store import Method
 STOPPING = "cancelled"
 
 
-class AttemptHost(Protocol):
+@dataclass(frozen=True, slots=True)
+class AttemptHost:
     """What an attempt needs of the engine that runs it."""
 
     faults: Faults
-
-    def now(self, flow_id: str | None = None) -> float: ...
-
-    def outputs_for(self, run: AttemptRun) -> Outputs: ...
+    now: Callable[[str], float]  # a flow's clock
+    outputs_for: Callable[[AttemptRun], Outputs]  # its outputs waiting for the next group commit
 
 
 class Driver(Protocol):

@@ -33,19 +33,19 @@ from collections.abc import Callable
 from typing import Any
 
 from dexcli.engine import transitions as t
-from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
 from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_waiter, thread_waiter
-from dexcli.engine.endings import Endings
+from dexcli.engine.endings import Endings, EndingsHooks
 from dexcli.engine.events import Emitter, Listener
 from dexcli.engine.faults import Faults
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
-from dexcli.engine.schedule import Scheduler
+from dexcli.engine.schedule import Scheduler, SchedulerHooks
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
 from dexcli.engine.sync_attempt import SyncAttempt, SyncHooks, halt
@@ -72,23 +72,31 @@ class Engine:
         self.events = Emitter(clock.now)
         self.commits = GroupCommit(store)
         self.host = StoreHost(store, clock, self.commits, self.now)
-        self.scheduler = Scheduler(self, owner or f"{socket.gethostname()}:{os.getpid()}")
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
+        self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
+        self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
+        # the helpers get collaborators and callbacks, never the engine
+        self.scheduler = Scheduler(
+            SchedulerHooks(store, clock, self.definitions, self.events, self.offsets, self.runs, self.now,
+                           self._claim, self._reap, self._rearm, self._start_attempt),
+            owner or f"{socket.gethostname()}:{os.getpid()}")
         self.outputs = OutputQueue(clock, self.commits, self.events, self.faults)
-        self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
+        self._attempt_host = AttemptHost(self.faults, self.now, self.outputs.of)
+        # what each ended attempt commits, and what follows its commit
+        self.endings = Endings(EndingsHooks(self.faults, self.commits, self.events, self.definitions, self.scheduler,
+                                            self.stats, self.offsets, self.runs, self.now, self._start_attempt,
+                                            self._runs_of))
         self._deadlines: Watch | None = None  # attempts' watchdogs, on run()'s loop
         self._halting = False  # run()'s attempts are being stopped: no chain of sync steps goes on
         self._sync = SyncHooks(store, self.faults, self.events, self.definitions, self.commits, self.endings,
-                               self.now, self.attempt_started, self.interrupted, self.unrecorded,
-                               self.attempt_ended, self.arm, self._successor, lambda: self._halting,
+                               self.now, self._attempt_started, self._interrupted, self._unrecorded,
+                               self._attempt_ended, self._arm, self._successor, lambda: self._halting,
                                self._tidy)
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self._unstarted: list[t.Leased] = []  # leased as run() was ending: given back, never begun
         self.drives = Drives()  # which loop runs this engine; where other threads' calls go
-        self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
-        self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
 
     # ------------------------------------------------------------------ facade -----------
@@ -181,7 +189,7 @@ class Engine:
             self.scheduler.closed(req.flow_id, reopened=True)
             self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
         if started.leased is not None and self.scheduler.running:
-            self.start_attempt(started.leased, self.now(req.flow_id))
+            self._start_attempt(started.leased, self.now(req.flow_id))
         elif started.leased is not None:  # start_flow(lease=True): the next run() starts it
             self.scheduler.hold(started.leased, bool(req.settings.timeout))
         self.wake()
@@ -344,7 +352,7 @@ class Engine:
         with contextlib.suppress(Exception):
             self.release_interrupted()
 
-    def claim(self, now: float, flow_ids: list[str] | None) -> None:
+    def _claim(self, now: float, flow_ids: list[str] | None) -> None:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
         leased, woken = [], []
         with self.store.tx() as tx:
@@ -368,11 +376,11 @@ class Engine:
             if fired.closed is not None:
                 self.endings.after_close(fired.flow_id, fired.closed)
         for lease in leased:
-            self.start_attempt(lease, self.now(lease.step.flow_id))
+            self._start_attempt(lease, self.now(lease.step.flow_id))
         for flow_id, x in woken:
             self.endings.after_woken(flow_id, (x,))
 
-    def reap(self, now: float, flow_ids: list[str] | None) -> None:
+    def _reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
         for step, offset in self.store.read(lambda tx: tx.expired_foreign_attempts(now, self.owner, flow_ids)):
             self.offsets[step.flow_id] = offset
@@ -384,7 +392,7 @@ class Engine:
                                            *reaped)
 
     # ------------------------------------------------------------------ one attempt ------
-    def start_attempt(self, leased: t.Leased, now: float) -> None:
+    def _start_attempt(self, leased: t.Leased, now: float) -> None:
         loop = asyncio._get_running_loop()
         if loop is None or self.scheduler.stopping():  # run() ends (or ended): given back, never begun
             self._unstarted.append(leased)
@@ -400,7 +408,7 @@ class Engine:
             run.driver = task
 
     def _register(self, leased: t.Leased, now: float) -> AttemptRun:
-        run = AttemptRun(self, leased, self.owner, now)
+        run = AttemptRun(self._attempt_host, leased, self.owner, now)
         self.runs[run.key] = run
         self._by_flow.setdefault(run.flow_id, set()).add(run.key)
         self.stats["attempts"] += 1
@@ -429,35 +437,35 @@ class Engine:
         if not task.cancelled():
             task.exception()  # a Ctrl-C raised in it went on to stop the drive: seen, not logged
         if not run.began:
-            self.interrupted(run)
-            self.attempt_ended(run)
+            self._interrupted(run)
+            self._attempt_ended(run)
 
     async def _run_attempt(self, run: AttemptRun) -> None:
         run.began = True
         current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
-            self.attempt_started(run)
+            self._attempt_started(run)
             await self._attempt(run)
             if run.fenced == STOPPING:  # the handler swallowed the stop's cancellation (wait_for can)
-                self.interrupted(run)
+                self._interrupted(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
-            self.interrupted(run)
+            self._interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
-            self.unrecorded(run, exc)
+            self._unrecorded(run, exc)
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C landed in this attempt's own code: stopping
-            self.interrupted(run)
+            self._interrupted(run)
             raise
         finally:
-            self.attempt_ended(run)
+            self._attempt_ended(run)
 
-    def attempt_started(self, run: AttemptRun) -> None:
+    def _attempt_started(self, run: AttemptRun) -> None:
         if self.events.listeners:
             self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
                       heartbeatTimeout=run.opts.heartbeat_timeout)
         self.faults.hit("attempt-start", run.spec.step_type, where=run.where)
 
-    def interrupted(self, run: AttemptRun) -> None:
+    def _interrupted(self, run: AttemptRun) -> None:
         """It was cancelled: fenced (lease lost, flow closed), or this process is stopping (then
         `release_interrupted` gives it back)."""
         if run.fenced in (None, STOPPING):  # not fenced with a reason of its own
@@ -468,7 +476,7 @@ class Engine:
         self._halting = True
         halt(self.runs.values)
 
-    def unrecorded(self, run: AttemptRun, exc: Exception) -> None:
+    def _unrecorded(self, run: AttemptRun, exc: Exception) -> None:
         """The outcome could not be recorded (a database error, a bug)."""
         run.fence(f"its outcome could not be recorded: {exc}")
         log.error("%s of flow %s: its outcome could not be recorded; the step stays RUNNING until its "
@@ -476,7 +484,7 @@ class Engine:
         self.emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
                   error=f"{type(exc).__name__}: {exc}")
 
-    def attempt_ended(self, run: AttemptRun) -> None:
+    def _attempt_ended(self, run: AttemptRun) -> None:
         """It is over here: forget it."""
         if self.runs.get(run.key) is run:
             del self.runs[run.key]
@@ -510,18 +518,18 @@ class Engine:
         assert run.loop is not None
         return run.loop.call_at(when, self._watch, run)
 
-    def runs_of(self, flow_id: str) -> list[AttemptRun]:
+    def _runs_of(self, flow_id: str) -> list[AttemptRun]:
         """The attempts of a flow running here."""
         return [run for key in list(self._by_flow.get(flow_id, ())) if (run := self.runs.get(key)) is not None]
 
-    def rearm(self, flow_id: str) -> None:
+    def _rearm(self, flow_id: str) -> None:
         """The flow's clock moved (`dex time skip`): re-arm its attempts' watchdogs."""
-        for run in self.runs_of(flow_id):
+        for run in self._runs_of(flow_id):
             if run.timer is not None:
                 run.disarm()
                 self._watch(run)
 
-    def arm(self, run: AttemptRun) -> Any:
+    def _arm(self, run: AttemptRun) -> Any:
         """Start its watchdog; returns its input. An input that does not decode as the step's
         type raises ValueMappingError: that attempt's failure, as a worker's decode failure is."""
         loop = run.loop
@@ -533,7 +541,7 @@ class Engine:
         error: BaseException | None = None
         result: Any = None
         try:
-            result = await invoke(run, self.arm(run))
+            result = await invoke(run, self._arm(run))
         except asyncio.CancelledError:
             if run.timed_out is None:
                 raise
@@ -544,10 +552,6 @@ class Engine:
         unit = self.endings.unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
         if unit is not None:
             await self.endings.commit(run, unit)
-
-    def outputs_for(self, run: AttemptRun) -> t.Outputs:
-        """The attempt's outputs waiting for the next group commit (queued on first use)."""
-        return self.outputs.of(run)
 
     # ------------------------------------------------------------------ stopping ---------
     def release_interrupted(self) -> int:

@@ -43,19 +43,12 @@ def on_handler_thread() -> bool:
     return getattr(_local, "handler", False)
 
 
-class Worker:
-    """One handler thread, as the pool counts it."""
-
-    __slots__ = ("abandoned",)
-
-    def __init__(self) -> None:
-        self.abandoned = False  # no longer counted: it ends once its call returns
+Worker = int  # a handler thread, as the pool knows it: its thread id
 
 
 def current_worker() -> Worker | None:
     """The handler thread this code runs on (None elsewhere)."""
-    worker: Worker | None = getattr(_local, "worker", None)
-    return worker
+    return threading.get_ident() if on_handler_thread() else None
 
 
 class StepThreads:
@@ -69,6 +62,7 @@ class StepThreads:
         self._threads = 0
         self._done: list[tuple[_Target, bool, Any]] = []
         self._closed = False
+        self._abandoned: set[Worker] = set()  # stuck threads no longer counted: they end after their call
         self.busy = 0
 
     def submit(self, fn: Callable[..., Any], args: tuple[Any, ...], ctx: contextvars.Context) -> asyncio.Future[Any]:
@@ -106,9 +100,9 @@ class StepThreads:
         """`worker`'s call is stuck (its attempt timed out): it stops counting against the
         limit, a new thread takes the queued calls, and it ends when its call returns."""
         with self._lock:
-            if worker.abandoned or self._closed:
+            if worker in self._abandoned or self._closed:
                 return
-            worker.abandoned = True
+            self._abandoned.add(worker)
             self._threads -= 1
             if not self._calls or self._idle or self._threads >= self._max:
                 return
@@ -119,7 +113,7 @@ class StepThreads:
 
     def _work(self, park: threading.Lock) -> None:
         _local.handler = True
-        worker = _local.worker = Worker()
+        worker = threading.get_ident()
         calls = self._calls
         while True:
             try:
@@ -140,7 +134,9 @@ class StepThreads:
                 result = (then, False, exc)
             self._post(result)
             del fn, args, ctx, then, result  # a parked thread keeps nothing of its last call alive
-            if worker.abandoned:  # replaced while its call was stuck
+            if worker in self._abandoned:  # replaced while its call was stuck
+                with self._lock:
+                    self._abandoned.discard(worker)
                 return
 
     def _post(self, result: tuple[_Target, bool, Any]) -> None:
