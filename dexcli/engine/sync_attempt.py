@@ -44,13 +44,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import AttemptRun, SyncContext, stalls
-from dexcli.engine.batch import GroupCommit
+from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.endings import Endings
 from dexcli.engine.events import Emitter
@@ -113,10 +114,9 @@ class SyncAttempt:
         self.ctx = ctx
         self.in_thread = False
         self.worker: Worker | None = None  # the thread its handler runs on
-        self.waiting: asyncio.Future[Any] | None = None
+        self.waiting: Unit[Any] | None = None  # its unit, queued for the loop's group commit
         self.judged = False  # its outcome is decided (the handler returned, or it timed out)
         self.on_thread = False  # its thread commits it: `back` is set once that is over
-        self.committed = threading.Event()  # set when `on_thread` is over (halt waits for it)
         self.back: Back | None = None  # what its thread handed back, not yet taken by the loop
         self.over = False
         if not chained:  # else its predecessor's thread starts it (`begin_on_thread`)
@@ -147,7 +147,7 @@ class SyncAttempt:
             loop.abandon_thread(worker)
         waiting, self.waiting = self.waiting, None
         if waiting is not None:
-            waiting.cancel()
+            waiting.skip = True  # left out of the group commit
         if not judged and run.timed_out is not None:
             self._judge(judge(run, None, None, self.hooks.definitions, self.hooks.now(run.flow_id)))
         else:
@@ -256,19 +256,20 @@ class SyncAttempt:
             try:
                 if reported is not None:
                     reported(result)
+            except Exception as exc:  # committed, but reporting it failed (a listener)
+                self.hooks.unrecorded(self.run, exc)
             finally:
+                self.waiting = None
                 self._finish()
 
-        unit.done = done
-        self.waiting = self.hooks.commits.submit(unit)
-        self.waiting.add_done_callback(self._committed, context=self.ctx)
+        unit.done, unit.failed = done, self._failed
+        self.waiting = unit
+        self.hooks.commits.queue(unit)  # no future: its done or failed tells
 
-    def _committed(self, future: asyncio.Future[Any]) -> None:
-        if future.cancelled():  # fenced or stopped before its commit (`cancel` did the rest)
+    def _failed(self, error: BaseException) -> None:
+        if self.waiting is None or self.waiting.skip:  # fenced or stopped before (`cancel` did the rest)
             return
-        if future is self.waiting:
-            self.waiting = None
-        error = future.exception()
+        self.waiting = None
         if isinstance(error, t.Fenced):
             Endings.not_owned(self.run)
         elif isinstance(error, Exception):  # not applied; or committed, but reporting it failed
@@ -339,7 +340,6 @@ class SyncAttempt:
                 if isinstance(out, Back):
                     _keep(out)
                 self.on_thread = False
-            self.committed.set()
         return out
 
     def _commit_here(self, result: Any, error: BaseException | None) -> Back | tuple[SyncAttempt, Any]:
@@ -384,7 +384,6 @@ class SyncAttempt:
         hooks.endings.counted()
         hooks.faults.hit("after-commit", run.spec.step_type, where=run.where)
         run.handed_on = True
-        self.committed.set()
         self._finish()
         driver = nxt.driver
         assert isinstance(driver, SyncAttempt)
@@ -449,8 +448,10 @@ def halt(runs: Callable[[], Iterable[AttemptRun]]) -> None:
     for run in list(runs()):
         driver = run.driver
         if isinstance(driver, SyncAttempt):
-            if driver.on_thread:
-                driver.committed.wait(HALT_WAIT)
+            waited = 0.0
+            while driver.on_thread and waited < HALT_WAIT:  # rare (a stop mid-commit): no Event per attempt
+                time.sleep(0.001)
+                waited += 0.001
             back = driver.back  # committed (or refused) already: reported; the rest is released
             if back is not None and back.kind in (COMMITTED, FENCED, UNRECORDED):
                 driver.ctx.run(driver._take, back)
