@@ -213,7 +213,7 @@ class Engine:
         self._stopped = []
         self._halting = False
         if self._deadlines is None or self._deadlines.loop is not asyncio.get_running_loop():
-            self._deadlines = Watch(asyncio.get_running_loop(), self._watch)
+            self._deadlines = Watch(asyncio.get_running_loop(), self._watch, eager=self.clock.auto_advance)
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
         if teardown is not None and self._halt not in teardown:

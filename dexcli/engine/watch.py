@@ -7,9 +7,11 @@ case: the next step's deadline is after its predecessor's) wakes nobody; an earl
 wakes the loop to move its timer. When the timer fires, each due entry is handed to `fire`
 (the engine's watchdog: it times the attempt out, or re-arms at its next deadline).
 
-An entry is cancelled by a flag (from any thread). The loop drops cancelled entries from
-the top whenever it looks (`tidy`), so its timer never stays on a dead deadline once a
-chain has handed back to it: an auto-advancing clock jumps only to live deadlines.
+An entry is cancelled by a flag (from any thread). On an auto-advancing clock (`eager`) the
+loop drops cancelled entries from the top whenever it looks (`tidy`), so its timer never stays
+on a dead deadline once a chain has handed back to it: the clock jumps only to live deadlines.
+On a real clock a timer left on a dead deadline just fires once for nothing and moves on,
+which is cheaper than moving it each time an attempt ends.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class Entry:
 
 
 class Watch:
-    def __init__(self, loop: asyncio.AbstractEventLoop, fire: Callable[[Any], None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, fire: Callable[[Any], None], *, eager: bool = True) -> None:
         self.loop = self._loop = loop
+        self._eager = eager
         self._fire_one = fire
         self._thread = threading.get_ident()  # the loop's (a Watch is made on its loop)
         self._heap: list[tuple[float, int, Entry]] = []
@@ -70,7 +73,7 @@ class Watch:
     def tidy(self) -> None:
         """On the loop: if the earliest entry was cancelled, move the timer to a live one."""
         heap = self._heap
-        if heap and heap[0][2].dead:
+        if self._eager and heap and heap[0][2].dead:
             self._rearm()
 
     def _rearm(self) -> None:
