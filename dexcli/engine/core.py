@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,7 @@ class Engine:
         self.host = StoreHost(store, clock, self.commits, self.now)
         self.runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
+        self._runs_lock = threading.Lock()  # `runs` and `_by_flow` change on the loop and on chains' threads
         self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
         self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
         # the helpers get collaborators and callbacks, never the engine
@@ -409,8 +411,9 @@ class Engine:
 
     def _register(self, leased: t.Leased, now: float) -> AttemptRun:
         run = AttemptRun(self._attempt_host, leased, self.owner, now)
-        self.runs[run.key] = run
-        self._by_flow.setdefault(run.flow_id, set()).add(run.key)
+        with self._runs_lock:
+            self.runs[run.key] = run
+            self._by_flow.setdefault(run.flow_id, set()).add(run.key)
         self.stats["attempts"] += 1
         return run
 
@@ -486,13 +489,14 @@ class Engine:
 
     def _attempt_ended(self, run: AttemptRun) -> None:
         """It is over here: forget it."""
-        if self.runs.get(run.key) is run:
-            del self.runs[run.key]
-            keys = self._by_flow.get(run.flow_id)
-            if keys is not None:
-                keys.discard(run.key)
-                if not keys:
-                    del self._by_flow[run.flow_id]
+        with self._runs_lock:  # a chain's thread registers and forgets attempts too
+            if self.runs.get(run.key) is run:
+                del self.runs[run.key]
+                keys = self._by_flow.get(run.flow_id)
+                if keys is not None:
+                    keys.discard(run.key)
+                    if not keys:
+                        del self._by_flow[run.flow_id]
         self.scheduler.wake(for_stop_only=run.handed_on)
 
     def _watch(self, run: AttemptRun) -> None:
@@ -520,7 +524,9 @@ class Engine:
 
     def _runs_of(self, flow_id: str) -> list[AttemptRun]:
         """The attempts of a flow running here."""
-        return [run for key in list(self._by_flow.get(flow_id, ())) if (run := self.runs.get(key)) is not None]
+        with self._runs_lock:
+            keys = list(self._by_flow.get(flow_id, ()))
+        return [run for key in keys if (run := self.runs.get(key)) is not None]
 
     def _rearm(self, flow_id: str) -> None:
         """The flow's clock moved (`dex time skip`): re-arm its attempts' watchdogs."""
