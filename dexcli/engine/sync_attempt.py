@@ -3,7 +3,9 @@
 Such an attempt needs no task. Its thread call starts from `_start` (one loop pass after
 `start_attempt`, where a task's first step would run). When the handler returns, the thread
 itself judges the outcome and, for a decision, commits it (`Store.tx`, the store's one
-connection under its lock: the serialized commit path); when that commit leased the next
+connection under its lock: the serialized commit path — two writer threads measured 11–17k
+transactions/s that way against 9–14k with a connection each, whose waits for SQLite's one
+write lock go through its sleeping busy handler); when that commit leased the next
 step to this process and that step is a plain sync `execute` too, the same thread starts it
 and runs its handler at once. No hop to the loop per step: a chain hands back to the loop
 only when it ends, or when something else follows a commit (a wait, a failure, a flow
