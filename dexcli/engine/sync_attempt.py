@@ -137,11 +137,14 @@ class SyncAttempt:
         if self.over:
             return False
         with _claim:
-            judged, on_thread = self.judged, self.on_thread
+            judged, on_thread, back = self.judged, self.on_thread, self.back
             self.judged = True  # whatever its thread returns now is refused
             in_thread, self.in_thread = self.in_thread, False
-        if on_thread:
-            return True  # its commit began first: it reports on the loop (`_take`) when done
+        if on_thread or (back is not None and (back.kind in (COMMITTED, FENCED, UNRECORDED)
+                                               or (back.kind == VERDICT and self.run.timed_out is not None))):
+            # its thread's commit began first, or it judged a failure before the deadline:
+            # that is reported (and the failure committed) on the loop (`_take`) when delivered
+            return True
         worker = self.worker
         run = self.run
         if in_thread and worker is not None and run.fenced is not None and run.fenced != "cancelled":
@@ -198,6 +201,8 @@ class SyncAttempt:
                 return  # taken already (by `halt`)
             self.back = None
         kind, payload = back.kind, back.payload
+        if self.over and kind in (RAW, VERDICT):
+            return  # cancelled meanwhile (`cancel` ended it): nothing of it is committed
         if kind == RAW:  # the loop judges it, as a task's outcome
             if not self.judged:
                 self._took(*payload)
