@@ -53,7 +53,7 @@ def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
 
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
     tune_gc()  # what `dex worker` does for a process that runs many flows
-    commits0, trans0, cpu0 = engine.store.commits, engine.stats["transitions"], cpu_seconds()
+    commits0, trans0, cpu0 = engine.store.commits, engine._stats["transitions"], cpu_seconds()
     commit_s0, statements0 = engine.store.commit_seconds, engine.store.statements
     t0 = time.perf_counter()
     run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
@@ -63,7 +63,7 @@ def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
     statements = engine.store.statements - statements0
     commit_us = (engine.store.commit_seconds - commit_s0) * 1e6 / max(1, commits)
     handoff_us = run_on_clock(_handoffs, engine.clock)
-    transitions = engine.stats["transitions"] - trans0
+    transitions = engine._stats["transitions"] - trans0
     conn = sqlite3.connect(db)
     bad = conn.execute("SELECT COUNT(*) FROM flows WHERE status != 'COMPLETED'").fetchone()[0]
     rows = conn.execute(
@@ -208,20 +208,20 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     client = AsyncClient(engine=engine)
     engine.definitions.prepare()  # what a worker does at start-up (dexcli.Worker)
     delays: list[float] = []
-    engine.outputs.delays = delays  # how long each heartbeat/Stream unit waited for its commit
+    engine._outputs.delays = delays  # how long each heartbeat/Stream unit waited for its commit
     tune_gc()  # what `dex worker` does for a process that runs many flows
     rss_before = peak_rss_mib()
     cpu0, commits0 = cpu_seconds(), engine.store.commits
     marks: dict[str, float] = {}
 
-    closed0 = engine.stats["flows_closed"]
+    closed0 = engine._stats["flows_closed"]
 
     async def go() -> None:
         marks["t0"] = time.perf_counter()
         # A worker runs while a client starts the flows the way async code starts many:
         # concurrently, so the starts share one commit (and the worker leases them in it).
         worker = asyncio.ensure_future(engine.drive_async(
-            None, until_idle=False, until=lambda: engine.stats["flows_closed"] - closed0 >= n, poll=0.5, release=False))
+            None, until_idle=False, until=lambda: engine._stats["flows_closed"] - closed0 >= n, poll=0.5, release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, fid, None) for fid in ids))
         marks["started"] = time.perf_counter()
@@ -249,7 +249,7 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         "db_span_s": last_close, "cpu_s": cpu, "peak_rss_mib": peak_rss_mib(),
         "rss_before_mib": rss_before, "statuses": status, "heartbeats": hb, "stream_writes": sw,
         "heartbeat_writes_per_s": (hb + sw) / total,
-        "flush_commits": engine.commits.flushes,
+        "flush_commits": engine._commits.flushes,
         "commits": engine.store.commits - commits0, "commits_per_s": (engine.store.commits - commits0) / total,
         "timeouts": timeouts, "heartbeat_timeouts": hb_timeouts,
         "output_commit_delay_ms": {"median": percentile(delays or [0.0], 50) * 1000,

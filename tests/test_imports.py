@@ -293,23 +293,6 @@ def test_importing_the_library_loads_neither_typer_nor_rich(module: str) -> None
 
 
 # ---------------------------------------------------------------------------- cohesion -----
-# What only the engine-core rewrite (the `rtc` work of issue 21: the attempt drivers' satellites
-# endings, schedule and sync_attempt, which still keep the Engine and call back through it) pays
-# off. Each entry must still be true: a check fails when one is paid off, so these only shrink;
-# the lead empties them when that work lands.
-PENDING_RTC_TWO_WAY = {
-    ("dexcli.engine", "core", "endings"),
-    ("dexcli.engine", "core", "schedule"),
-    ("dexcli.engine", "core", "sync_attempt"),
-}
-PENDING_RTC_KEEPERS = {"dexcli.engine.endings", "dexcli.engine.schedule", "dexcli.engine.sync_attempt"}
-# Engine's names that its satellites reach through the kept engine (and the attempt-driving
-# methods that exist only for them); once they get their collaborators these go private.
-PENDING_RTC_METHODS = {"arm", "attempt_ended", "attempt_started", "claim", "interrupted", "outputs_for", "reap",
-                       "rearm", "runs_of", "start_attempt", "unrecorded"}
-PENDING_RTC_REACHED = {"commits", "drives", "emit", "endings", "faults", "host", "now", "offsets", "outputs",
-                       "owner", "runs", "scheduler", "stats", "unloadable", "wake", "attribute_sync"}
-PENDING_RTC_NAMES = PENDING_RTC_METHODS | PENDING_RTC_REACHED
 
 # The face: what the CLI, Client/AsyncClient, Worker and DexTestEnv use of an Engine.
 FACE = {
@@ -390,23 +373,18 @@ def names_used_of_engines(module: ast.Module) -> set[tuple[int, str]]:
 
 
 def test_no_two_way_import_inside_a_package() -> None:
-    assert two_way_imports() - PENDING_RTC_TWO_WAY == set()
-
-
-def test_the_pending_two_way_imports_still_exist() -> None:
-    assert PENDING_RTC_TWO_WAY - two_way_imports() == set()
+    assert two_way_imports() == set()
 
 
 def test_no_module_but_the_engine_and_its_callers_keeps_an_engine() -> None:
-    assert engine_keepers() - ENGINE_OWNERS - PENDING_RTC_KEEPERS == set()
-    assert (ENGINE_OWNERS | PENDING_RTC_KEEPERS) - engine_keepers() == set()  # each entry still true
+    assert engine_keepers() - ENGINE_OWNERS == set()
+    assert ENGINE_OWNERS - engine_keepers() == set()  # each entry still true
 
 
 def test_the_engine_has_at_most_15_public_names_and_the_face_is_what_callers_use() -> None:
     names = engine_public_names(tree(ROOT / "dexcli/engine/core.py"))
     assert len(FACE) <= 15
-    assert names - PENDING_RTC_NAMES == FACE
-    assert names >= PENDING_RTC_NAMES
+    assert names == FACE
     used = [f"{path.relative_to(ROOT)}:{line}: engine.{name}" for path in sources()
             if under(module_name(path), "dexcli") and not under(module_name(path), "dexcli.engine")
             for line, name in sorted(names_used_of_engines(tree(path))) if name not in FACE]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -34,14 +36,13 @@ from dexcli.store import Method
 STOPPING = "cancelled"
 
 
-class AttemptHost(Protocol):
+@dataclass(frozen=True, slots=True)
+class AttemptHost:
     """What an attempt needs of the engine that runs it."""
 
     faults: Faults
-
-    def now(self, flow_id: str | None = None) -> float: ...
-
-    def outputs_for(self, run: AttemptRun) -> Outputs: ...
+    now: Callable[[str], float]  # a flow's clock
+    outputs_for: Callable[[AttemptRun], Outputs]  # its outputs waiting for the next group commit
 
 
 class Driver(Protocol):
@@ -52,6 +53,12 @@ class Driver(Protocol):
     def done(self) -> bool: ...
 
     def cancelling(self) -> int: ...
+
+
+class Timer(Protocol):
+    """An armed watchdog: an asyncio timer, or an entry of dexcli.engine.watch."""
+
+    def cancel(self) -> None: ...
 
 
 class AttemptRun:
@@ -73,7 +80,7 @@ class AttemptRun:
         self.fenced: str | None = None
         self.driver: Driver | None = None  # set once it starts
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop it runs on
-        self.timer: asyncio.TimerHandle | None = None  # the watchdog at the next deadline
+        self.timer: Timer | None = None  # the watchdog at the next deadline
         self.timed_out: tuple[float, str] | None = None  # (deadline, kind) once it fired
         self.heartbeats = 0
         self.stream_writes = 0

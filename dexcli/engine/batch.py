@@ -41,6 +41,8 @@ class Unit(Generic[R]):
     done: Callable[[R], None] | None = None
     future: asyncio.Future[R] | None = None
     durable: bool = True  # False: may be acknowledged before it is committed (ASYNC durability)
+    failed: Callable[[BaseException], None] | None = None  # without a future: told what failed it
+    skip: bool = False  # without a future: cancelled before its commit (left out, not applied)
 
 
 class _Rollback(Exception):
@@ -63,6 +65,11 @@ class GroupCommit:
             unit.future = loop.create_future()
         self._enqueue(unit, loop)
         return unit.future
+
+    def queue(self, unit: Unit[Any]) -> None:
+        """Queue a unit nobody awaits, on the loop: its `done` (after COMMIT) or its `failed`
+        reports the outcome; setting its `skip` before the flush leaves it out. No future."""
+        self._enqueue(unit, asyncio.get_running_loop())
 
     def submit_nowait(self, unit: Unit[Any], loop: asyncio.AbstractEventLoop) -> None:
         """Queue a unit nobody awaits (its `done` reports the outcome); safe from any thread."""
@@ -90,7 +97,7 @@ class GroupCommit:
 
     def flush(self) -> None:
         """Commit everything queued now (also called directly when a drive session ends)."""
-        batch = [u for u in self._queue if u.future is None or not u.future.cancelled()]
+        batch = [u for u in self._queue if not u.skip and (u.future is None or not u.future.cancelled())]
         self._queue = []
         while batch:
             try:
@@ -137,6 +144,8 @@ class GroupCommit:
 def _settle(unit: Unit[Any], exc: BaseException) -> None:
     if unit.future is not None and not unit.future.done():
         unit.future.set_exception(exc)
+    elif unit.future is None and unit.failed is not None:
+        unit.failed(exc)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from dexcli.engine.step_threads import StepThreads, Then
+from dexcli.engine.step_threads import StepThreads, Then, Worker
 from dexcli.store import Store
 
 T = TypeVar("T")
@@ -190,6 +190,15 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
         """`run_in_thread` without a future: `then(ok, result or exception)` is called on the
         loop when `fn` returns (as the batch of results is delivered; it must not raise)."""
         self._steps.call(fn, args, contextvars.copy_context(), then)
+
+    def thread_alone(self) -> bool:
+        """Whether the calling handler thread's call is the only one handed over (no other
+        handler runs or waits for a thread)."""
+        return self._steps.busy <= 1 and not self._steps.waiting()
+
+    def abandon_thread(self, worker: Worker) -> None:
+        """A handler thread's call is stuck past its deadline: replace the thread (step_threads)."""
+        self._steps.abandon(worker)
 
     def close(self) -> None:
         self.clock.remove_waker(self._waker)

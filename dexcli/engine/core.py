@@ -27,13 +27,14 @@ import contextlib
 import contextvars
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
-from dexcli.engine.attempt import STOPPING, AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
@@ -41,19 +42,20 @@ from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
 from dexcli.engine.drives import DriveEndedError, Drives, LoopGoneError, task_waiter, thread_waiter
-from dexcli.engine.endings import Endings
+from dexcli.engine.endings import Endings, EndingsHooks
 from dexcli.engine.events import Emitter
 from dexcli.engine.faults import Faults
 from dexcli.engine.host import StoreHost, current_flow
 from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.process import process_owner
-from dexcli.engine.schedule import Scheduler
+from dexcli.engine.schedule import Scheduler, SchedulerHooks
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
-from dexcli.engine.sync_attempt import SyncAttempt, halt
+from dexcli.engine.sync_attempt import SyncAttempt, SyncHooks, halt
 from dexcli.engine.transitions import waiting as w
 from dexcli.engine.transitions.time_travel import TimeTravelRequest, check_request, time_travel
+from dexcli.engine.watch import Watch
 from dexcli.host import reset_host, use_host
 from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, FlowNotActiveOrNotFoundError
@@ -61,7 +63,7 @@ from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import StartFlowOptions
 from dexcli.sdk.rpc import RPCInvokeOptions, RpcSpec
-from dexcli.store import FlowState, Skipped, StepState, Store
+from dexcli.store import FlowState, Method, Skipped, StepState, Store
 from dexcli.store.errors import DatabaseReplacedError
 
 log = logging.getLogger("dexcli.engine")
@@ -85,43 +87,58 @@ class Engine:
         self.store = store
         self.clock = clock
         self.definitions = Definitions(registry or Registry(allow_async_handlers=True), loader)
-        self.faults = faults or Faults()
+        self._faults = faults or Faults()
         self.events = Emitter(clock.now)
-        self.commits = GroupCommit(store)
-        self.host = StoreHost(store, clock, self.commits, self.now)
-        self.scheduler = Scheduler(self, owner or process_owner())
-        self.runs: dict[tuple[str, str], AttemptRun] = {}
+        self._commits = GroupCommit(store)
+        self._host = StoreHost(store, clock, self._commits, self._now)
+        self._runs: dict[tuple[str, str], AttemptRun] = {}
         self._by_flow: dict[str, set[tuple[str, str]]] = {}
-        self.outputs = OutputQueue(clock, self.commits, self.events, self.faults)
-        self.endings = Endings(self)  # what each ended attempt commits, and what follows its commit
+        self._runs_lock = threading.Lock()  # `runs` and `_by_flow` change on the loop and on chains' threads
+        self._stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
+        self._offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
+        # the helpers get collaborators and callbacks, never the engine
+        self._scheduler = Scheduler(
+            SchedulerHooks(store, clock, self.definitions, self.events, self._offsets, self._runs, self._now,
+                           self._claim, self._reap, self._rearm, self._start_attempt, self._project),
+            owner or process_owner())
+        self._outputs = OutputQueue(clock, self._commits, self.events, self._faults)
+        self._attempt_host = AttemptHost(self._faults, self._now, self._outputs.of)
+        # what each ended attempt commits, and what follows its commit
+        self._endings = Endings(EndingsHooks(self._faults, self._commits, self.events, self.definitions, self._scheduler,
+                                            self._stats, self._offsets, self._runs, self._now, self._start_attempt,
+                                            self._runs_of))
+        self._deadlines: Watch | None = None  # attempts' watchdogs, on run()'s loop
+        self._halting = False  # run()'s attempts are being stopped: no chain of sync steps goes on
+        self._sync = SyncHooks(store, self._faults, self.events, self.definitions, self._commits, self._endings,
+                               self._now, self._attempt_started, self._interrupted, self._unrecorded,
+                               self._attempt_ended, self._arm, self._successor, lambda: self._halting,
+                               self._tidy)
         self._context: contextvars.Context | None = None  # run()'s, with the host set
         self._stopped: list[AttemptRun] = []  # attempts cancelled because this process stops
         self._unstarted: list[t.Leased] = []  # leased as run() was ending: given back, never begun
-        self.drives = Drives()  # which loop runs this engine; where other threads' calls go
-        self.stats = {"attempts": 0, "transitions": 0, "flows_closed": 0}
-        self.offsets: dict[str, float] = {}  # flow id -> its clock offset, where not 0 (see Scheduler)
-        self.attribute_sync: AttributeSync | None = None  # the Attribute Store's writer (use_attribute_stores)
+        self._drives = Drives()  # which loop runs this engine; where other threads' calls go
+        self._attribute_sync: AttributeSync | None = None  # the Attribute Store's writer (use_attribute_stores)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
 
     # ------------------------------------------------------------------ facade -----------
     # The face every caller uses (the CLI, Client/AsyncClient, Worker, DexTestEnv): store, clock,
     # definitions (the registry and the flows loaded by reference), events, check_runnable,
-    # start_flow(_async), drive(_async), stop_flow, skip_timer, invoke_rpc(_async), release,
-    # time_skip. The other public names are reached by the engine's own parts.
+    # start_flow(_async), drive(_async), change, invoke_rpc(_async), release, time_skip,
+    # use_attribute_stores. Everything else is private: the engine's parts get hooks.
     @property
-    def owner(self) -> str:
-        return self.scheduler.owner
+    def _owner(self) -> str:
+        return self._scheduler.owner
 
     @property
-    def unloadable(self) -> dict[str, str]:
+    def _unloadable(self) -> dict[str, str]:
         """Flow id -> why this process cannot load its code (it is skipped)."""
         return self.definitions.unloadable
 
     def check_runnable(self, flow_id: str) -> None:
         """Refuse a flow this process cannot run (an open step's class is gone, its code does not
         load) before a drive of it starts: then nothing of it has changed, and nothing is shown."""
-        self.scheduler.find_unloadable([flow_id])
-        reason = self.unloadable.get(flow_id)
+        self._scheduler.find_unloadable([flow_id])
+        reason = self._unloadable.get(flow_id)
         if reason is not None:
             raise cannot_run(flow_id, reason)
 
@@ -134,35 +151,39 @@ class Engine:
         is opened now (AttributeStoreError if one cannot be), and what the outbox holds (left
         by a process that died) is written at once. The stores used before are closed first;
         None closes them and projects nothing more (what is marked stays in the outbox)."""
-        if self.attribute_sync is not None:
+        if self._attribute_sync is not None:
             self.store.on_attribute_sync(None)
-            self.attribute_sync.close()
-            self.attribute_sync = None
+            self._attribute_sync.close()
+            self._attribute_sync = None
         if config is None:
             return None
         sync = AttributeSync(self.store, config, self.clock.real,
                              report=lambda line: log.warning("%s", line))
         sync.open()
-        self.attribute_sync = sync
+        self._attribute_sync = sync
         self.store.on_attribute_sync(sync.kick)
         sync.kick()
         return sync
 
-    def now(self, flow_id: str | None = None) -> float:
+    def _project(self) -> None:
+        if self._attribute_sync is not None:
+            self._attribute_sync.kick()
+
+    def _now(self, flow_id: str | None = None) -> float:
         """The time on a flow's clock (real time plus the flow's offset), or real time."""
-        return self.clock.real() + (self.offsets.get(flow_id, 0.0) if flow_id is not None else 0.0)
+        return self.clock.real() + (self._offsets.get(flow_id, 0.0) if flow_id is not None else 0.0)
 
     def _fresh_now(self, flow_id: str) -> float:
         """`now(flow_id)` with the flow's offset read again (for a flow this engine may not drive)."""
-        self.offsets.pop(flow_id, None)
-        self.offsets.update(self.store.flow_offsets([flow_id]))
-        return self.now(flow_id)
+        self._offsets.pop(flow_id, None)
+        self._offsets.update(self.store.flow_offsets([flow_id]))
+        return self._now(flow_id)
 
-    def wake(self) -> None:
+    def _wake(self) -> None:
         """Make the loop look at the database again now (something changed)."""
-        self.scheduler.wake()
+        self._scheduler.wake()
 
-    def emit(self, type_: str, flow_id: str, **data: Any) -> None:
+    def _emit(self, type_: str, flow_id: str, **data: Any) -> None:
         self.events.emit(type_, flow_id, **data)
 
     # ------------------------------------------------------------------ start ------------
@@ -185,13 +206,13 @@ class Engine:
                 existing = self.store.get_flow(req.flow_id)
                 if existing is None or not t.answered(req, existing):  # (a refused start raises)
                     setup()
-            owner = self.scheduler.reserve() if lease else None
+            owner = self._scheduler.reserve() if lease else None
             with self.store.tx() as tx:
-                started = t.start(tx, req, self.now(req.flow_id), owner)
+                started = t.start(tx, req, self._now(req.flow_id), owner)
             self._after_start(req, started)
             return started.run_id
 
-        return self.drives.on_loop(start)
+        return self._drives.on_loop(start)
 
     async def start_flow_async(self, flow: Flow[Any], flow_id: str | None = None, input: Any = None, *,
                                flow_ref: str | None = None, request_id: str | None = None,
@@ -203,24 +224,24 @@ class Engine:
         transaction and starts at once."""
         req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
                             options)
-        self.scheduler.adopt(req.flow_id)
-        owner = self.owner if self.scheduler.drives(req.flow_id) else None
-        started = await self.commits.submit(Unit(
-            lambda tx: t.start(tx, req, self.now(req.flow_id), owner), lambda s: self._after_start(req, s)))
+        self._scheduler.adopt(req.flow_id)
+        owner = self._owner if self._scheduler.drives(req.flow_id) else None
+        started = await self._commits.submit(Unit(
+            lambda tx: t.start(tx, req, self._now(req.flow_id), owner), lambda s: self._after_start(req, s)))
         return started.run_id
 
     def _after_start(self, req: t.StartRequest, started: t.Started) -> None:
         if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run
-            self.endings.after_close(req.flow_id, started.terminated)
+            self._endings.after_close(req.flow_id, started.terminated)
         if started.created:
-            self.scheduler.adopt(req.flow_id)
-            self.scheduler.closed(req.flow_id, reopened=True)
-            self.emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
-        if started.leased is not None and self.scheduler.running:
-            self.start_attempt(started.leased, self.now(req.flow_id))
+            self._scheduler.adopt(req.flow_id)
+            self._scheduler.closed(req.flow_id, reopened=True)
+            self._emit("flowStarted", req.flow_id, flowType=req.definition.flow_type, runId=started.run_id)
+        if started.leased is not None and self._scheduler.running:
+            self._start_attempt(started.leased, self._now(req.flow_id))
         elif started.leased is not None:  # start_flow(lease=True): the next run() starts it
-            self.scheduler.hold(started.leased, bool(req.settings.timeout))
-        self.wake()
+            self._scheduler.hold(started.leased, bool(req.settings.timeout))
+        self._wake()
 
     # ------------------------------------------------------------------ driving ----------
     async def _run(self, flow_ids: list[str] | None = None, *, until_idle: bool = True,
@@ -236,26 +257,29 @@ class Engine:
         `start_flow(lease=True)` leased a first attempt to it; this call starts that attempt.)
         """
         self.definitions.prepare()
-        token = use_host(self.host)
-        self.drives.begin(asyncio.get_running_loop(), self.scheduler.accept)
+        token = use_host(self._host)
+        self._drives.begin(asyncio.get_running_loop(), self._scheduler.accept)
         self._stopped = []
+        self._halting = False
+        if self._deadlines is None or self._deadlines.loop is not asyncio.get_running_loop():
+            self._deadlines = Watch(asyncio.get_running_loop(), self._watch, eager=self.clock.auto_advance)
         self._context = contextvars.copy_context()  # attempts run in it, whoever started them
         teardown = getattr(asyncio.get_running_loop(), "teardown", None)  # ClockEventLoop's
         if teardown is not None and self._halt not in teardown:
             teardown.append(self._halt)  # its close stops them as it cancels attempts' tasks
         idle = getattr(asyncio.get_running_loop(), "idle", None)
-        if idle is not None and self.commits.idle not in idle:
-            idle.append(self.commits.idle)
+        if idle is not None and self._commits.idle not in idle:
+            idle.append(self._commits.idle)
         try:
-            await self.scheduler.loop(flow_ids, until_idle, stop, stop_poll)
+            await self._scheduler.loop(flow_ids, until_idle, stop, stop_poll)
         except asyncio.CancelledError:  # stopping: attempts without a task stop too, not committed
             self._halt()
             raise
         finally:
-            self.drives.end()
+            self._drives.end()
             reset_host(token)
-            self.commits.flush()
-            self.commits.commit_deferred()
+            self._commits.flush()
+            self._commits.commit_deferred()
 
     # ------------------------------------------------------------------ drive (one face) --
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,
@@ -275,20 +299,20 @@ class Engine:
         with a function that wakes the drive from any thread or a signal handler (after a stop
         condition of the caller's changed), and with None as it ends."""
         while True:
-            if self.drives.claim():
+            if self._drives.claim():
                 try:
                     released = self._drive_here(flow_ids, until, until_idle, deadline, poll, release, waker)
                 finally:
-                    self.drives.release()
-                return Drove(released, dict(self.unloadable))
-            if self.drives.on_loop_thread():
+                    self._drives.release()
+                return Drove(released, dict(self._unloadable))
+            if self._drives.on_loop_thread():
                 raise RuntimeError("a blocking client call on the engine's own event loop (in async code): "
                                    "use AsyncClient and await it")
             outside = current_flow.get() is None
             waiter, future = thread_waiter(*self._nested(flow_ids, until, until_idle, deadline),
                                            holds_thread=on_handler_thread(), outside=outside)
-            if not self.drives.hand(waiter):
-                self.drives.settle(0.01)  # a loop is starting or ending on another thread
+            if not self._drives.hand(waiter):
+                self._drives.settle(0.01)  # a loop is starting or ending on another thread
                 continue
             try:
                 future.result()
@@ -309,18 +333,18 @@ class Engine:
         as for `drive`. `release=False` is the drive of the loop's owner (a worker, `dex run`):
         it begins at once, and a client's drive made next on that loop waits in it."""
         loop = asyncio.get_running_loop()
-        if self.drives.loop is None and release:  # (release=False: the loop's own drive, which begins at once)
+        if self._drives.loop is None and release:  # (release=False: the loop's own drive, which begins at once)
             await asyncio.sleep(0)  # a run() scheduled on this loop just before (a worker's task) begins
-        if self.drives.loop is loop:
+        if self._drives.loop is loop:
             waiter, future = task_waiter(*self._nested(flow_ids, until, until_idle, deadline),
                                          outside=current_flow.get() is None)
-            self.scheduler.accept(waiter)
+            self._scheduler.accept(waiter)
             await future
             return Drove()
-        if self.drives.loop is not None:  # a loop on another thread runs it
+        if self._drives.loop is not None:  # a loop on another thread runs it
             waiter, thread_future = thread_waiter(*self._nested(flow_ids, until, until_idle, deadline),
                                                   holds_thread=False, outside=True)
-            if self.drives.hand(waiter):
+            if self._drives.hand(waiter):
                 await asyncio.wrap_future(thread_future)
                 return Drove()
         released = 0
@@ -329,7 +353,7 @@ class Engine:
         finally:
             if release:
                 released = await self._stop_left()
-        return Drove(released, dict(self.unloadable))
+        return Drove(released, dict(self._unloadable))
 
     def _drive_here(self, flow_ids: list[str] | None, until: Callable[[], bool] | None, until_idle: bool,
                     deadline: float | None, poll: float | None, release: bool, waker: Waker | None) -> int:
@@ -351,7 +375,7 @@ class Engine:
             def stop() -> bool:
                 return clock.now() >= deadline or (until is not None and until())
 
-            asyncio.get_running_loop().call_at(deadline, self.wake)
+            asyncio.get_running_loop().call_at(deadline, self._wake)
         if stop is not None and stop():
             return
         if waker is None:
@@ -360,7 +384,7 @@ class Engine:
         loop = asyncio.get_running_loop()
 
         def wake() -> None:
-            loop.call_soon_threadsafe(self.wake)
+            loop.call_soon_threadsafe(self._wake)
 
         waker(wake)
         try:
@@ -392,7 +416,7 @@ class Engine:
     async def _stop_left(self) -> int:
         """After run() on a loop that goes on: stop the attempts it left (as a clean stop does)
         and release them."""
-        runs = list(self.runs.values())
+        runs = list(self._runs.values())
         self._halt()
         tasks = [r.driver for r in runs if isinstance(r.driver, asyncio.Task) and not r.driver.done()]
         for task in tasks:
@@ -403,62 +427,85 @@ class Engine:
             return self._release_interrupted()
         return 0
 
-    def claim(self, now: float, flow_ids: list[str] | None) -> None:
+    def _claim(self, now: float, flow_ids: list[str] | None) -> None:
         """Lease the runnable steps (the caller saw one due) and start their attempts."""
         leased, woken = [], []
         with self.store.tx() as tx:
             timed_out = t.fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
-            for r in tx.runnable_steps(now, flow_ids, self.scheduler.claim_batch):
+            for r in tx.runnable_steps(now, flow_ids, self._scheduler.claim_batch):
                 if r.flow_status is not FlowState.RUNNING:
                     continue
-                self.offsets[r.step.flow_id] = r.clock_offset
-                flow_now = self.now(r.step.flow_id)
+                self._offsets[r.step.flow_id] = r.clock_offset
+                flow_now = self._now(r.step.flow_id)
                 if r.step.status is StepState.WAITING:  # a timer is due: evaluate the wait
-                    got_woken = w.wake_step(tx, r.step, self.definitions, flow_now, self.owner)
+                    got_woken = w.wake_step(tx, r.step, self.definitions, flow_now, self._owner)
                     if got_woken is not None:
                         woken.append((r.step.flow_id, got_woken))
                     continue
                 found = self.definitions.step_for(r.step.flow_id, r.flow_type, r.flow_ref, r.step.step_type)
                 if found is not None:
-                    got = t.lease(tx, r, found[0], found[1], self.owner, flow_now)
+                    got = t.lease(tx, r, found[0], found[1], self._owner, flow_now)
                     if got is not None:
                         leased.append(got)
         for fired in timed_out:
             if fired.closed is not None:
-                self.endings.after_close(fired.flow_id, fired.closed)
+                self._endings.after_close(fired.flow_id, fired.closed)
         for lease in leased:
-            self.start_attempt(lease, self.now(lease.step.flow_id))
+            self._start_attempt(lease, self._now(lease.step.flow_id))
         for flow_id, x in woken:
-            self.endings.after_woken(flow_id, (x,))
+            self._endings.after_woken(flow_id, (x,))
 
-    def reap(self, now: float, flow_ids: list[str] | None) -> None:
+    def _reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
-        for step, offset in self.store.read(lambda tx: tx.expired_foreign_attempts(now, self.owner, flow_ids)):
-            self.offsets[step.flow_id] = offset
+        for step, offset in self.store.read(lambda tx: tx.expired_foreign_attempts(now, self._owner, flow_ids)):
+            self._offsets[step.flow_id] = offset
             with self.store.tx() as tx:
-                reaped = t.reap(tx, step, self.definitions, self.now(step.flow_id))
+                reaped = t.reap(tx, step, self.definitions, self._now(step.flow_id))
             if reaped is not None:
-                self.stats["transitions"] += 1
-                self.endings.after_failure(step.flow_id, step.step_execution_id, step.step_type, step.attempt,
+                self._stats["transitions"] += 1
+                self._endings.after_failure(step.flow_id, step.step_execution_id, step.step_type, step.attempt,
                                            *reaped)
 
     # ------------------------------------------------------------------ one attempt ------
-    def start_attempt(self, leased: t.Leased, now: float) -> None:
-        if self.scheduler.stopping():  # run() ends next: given back at its end, never begun
+    def _start_attempt(self, leased: t.Leased, now: float) -> None:
+        loop = asyncio._get_running_loop()
+        if loop is None or self._scheduler.stopping():  # run() ends (or ended): given back, never begun
             self._unstarted.append(leased)
             return
-        run = AttemptRun(self, leased, self.owner, now)
-        self.runs[run.key] = run
-        self._by_flow.setdefault(run.flow_id, set()).add(run.key)
-        self.stats["attempts"] += 1
+        run = self._register(leased, now)
         ctx = self._context.copy() if self._context is not None else contextvars.copy_context()
-        run.loop = loop = asyncio.get_running_loop()
+        run.loop = loop
         if SyncAttempt.fits(run, loop):  # a plain sync execute: callbacks, no task
-            run.driver = SyncAttempt(self, run, ctx)
+            run.driver = SyncAttempt(self._sync, run, ctx)
         else:
             task = loop.create_task(self._run_attempt(run), context=ctx)
             task.add_done_callback(lambda done: self._never_began(run, done))
             run.driver = task
+
+    def _register(self, leased: t.Leased, now: float) -> AttemptRun:
+        run = AttemptRun(self._attempt_host, leased, self._owner, now)
+        with self._runs_lock:
+            self._runs[run.key] = run
+            self._by_flow.setdefault(run.flow_id, set()).add(run.key)
+        self._stats["attempts"] += 1
+        return run
+
+    def _successor(self, leased: t.Leased, loop: Any) -> AttemptRun | None:
+        """On a handler thread whose commit just leased `leased` here: its attempt, registered
+        to run on that thread next (dexcli.engine.sync_attempt), when it is a plain sync execute
+        and this process goes on; else None (the loop starts it, or gives it back)."""
+        if (leased.spec.handler_kind != "sync" or leased.step.method is not Method.EXECUTE or self._halting
+                or self._scheduler.stopping()):
+            return None
+        run = self._register(leased, self._now(leased.step.flow_id))
+        run.loop = loop
+        ctx = self._context.copy() if self._context is not None else contextvars.copy_context()
+        run.driver = SyncAttempt(self._sync, run, ctx, chained=True)
+        return run
+
+    def _tidy(self) -> None:
+        if self._deadlines is not None:
+            self._deadlines.tidy()
 
     def _never_began(self, run: AttemptRun, task: asyncio.Task[None]) -> None:
         """A task cancelled before its first step (its flow closed in the same loop pass, or
@@ -466,35 +513,35 @@ class Engine:
         if not task.cancelled():
             task.exception()  # a Ctrl-C raised in it went on to stop the drive: seen, not logged
         if not run.began:
-            self.interrupted(run)
-            self.attempt_ended(run)
+            self._interrupted(run)
+            self._attempt_ended(run)
 
     async def _run_attempt(self, run: AttemptRun) -> None:
         run.began = True
         current_flow.set(run.flow_id)  # this task's own context: the host's clock is the flow's
         try:
-            self.attempt_started(run)
+            self._attempt_started(run)
             await self._attempt(run)
             if run.fenced == STOPPING:  # the handler swallowed the stop's cancellation (wait_for can)
-                self.interrupted(run)
+                self._interrupted(run)
         except asyncio.CancelledError:  # fenced (lease lost, flow closed), or this process is stopping
-            self.interrupted(run)
+            self._interrupted(run)
         except Exception as exc:  # the outcome could not be recorded (a database error, a bug)
-            self.unrecorded(run, exc)
+            self._unrecorded(run, exc)
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C landed in this attempt's own code: stopping
-            self.interrupted(run)
+            self._interrupted(run)
             raise
         finally:
-            self.attempt_ended(run)
+            self._attempt_ended(run)
 
-    def attempt_started(self, run: AttemptRun) -> None:
+    def _attempt_started(self, run: AttemptRun) -> None:
         if self.events.listeners:
-            self.emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+            self._emit("attemptStarted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                       attempt=run.attempt, maxAttempts=run.opts.maximum_attempts,
                       heartbeatTimeout=run.opts.heartbeat_timeout)
-        self.faults.hit("attempt-start", run.spec.step_type, where=run.where)
+        self._faults.hit("attempt-start", run.spec.step_type, where=run.where)
 
-    def interrupted(self, run: AttemptRun) -> None:
+    def _interrupted(self, run: AttemptRun) -> None:
         """It was cancelled: fenced (lease lost, flow closed), or this process is stopping (then
         `release_interrupted` gives it back)."""
         if run.fenced in (None, STOPPING):  # not fenced with a reason of its own
@@ -502,26 +549,28 @@ class Engine:
         run.fence(STOPPING)
 
     def _halt(self) -> None:
-        halt(list(self.runs.values()))
+        self._halting = True
+        halt(self._runs.values)
 
-    def unrecorded(self, run: AttemptRun, exc: Exception) -> None:
+    def _unrecorded(self, run: AttemptRun, exc: Exception) -> None:
         """The outcome could not be recorded (a database error, a bug)."""
         run.fence(f"its outcome could not be recorded: {exc}")
         log.error("%s of flow %s: its outcome could not be recorded; the step stays RUNNING until its "
                   "lease is declared lost", run.where(), run.flow_id, exc_info=exc)
-        self.emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
+        self._emit("engineError", run.flow_id, stepExecutionId=run.seid, attempt=run.attempt,
                   error=f"{type(exc).__name__}: {exc}")
 
-    def attempt_ended(self, run: AttemptRun) -> None:
+    def _attempt_ended(self, run: AttemptRun) -> None:
         """It is over here: forget it."""
-        if self.runs.get(run.key) is run:
-            del self.runs[run.key]
-            keys = self._by_flow.get(run.flow_id)
-            if keys is not None:
-                keys.discard(run.key)
-                if not keys:
-                    del self._by_flow[run.flow_id]
-        self.scheduler.wake(for_stop_only=run.handed_on)
+        with self._runs_lock:  # a chain's thread registers and forgets attempts too
+            if self._runs.get(run.key) is run:
+                del self._runs[run.key]
+                keys = self._by_flow.get(run.flow_id)
+                if keys is not None:
+                    keys.discard(run.key)
+                    if not keys:
+                        del self._by_flow[run.flow_id]
+        self._scheduler.wake(for_stop_only=run.handed_on)
 
     def _watch(self, run: AttemptRun) -> None:
         """The attempt's watchdog: a timer at its earliest deadline (no task of its own). A
@@ -531,38 +580,47 @@ class Engine:
             return
         deadline, kind = run.next_deadline()  # on the flow's clock
         loop = run.loop
-        ahead = self.now(run.flow_id) - loop.time()  # the flow's clock against the loop's
+        ahead = self._now(run.flow_id) - loop.time()  # the flow's clock against the loop's
         if loop.time() + ahead >= deadline:
             run.timed_out = (deadline, kind)
             run.fence(f"{kind} timeout")
             run.cancel()
         else:
-            run.timer = loop.call_at(deadline - ahead, self._watch, run)
+            run.timer = self._arm_at(run, deadline - ahead)
 
-    def runs_of(self, flow_id: str) -> list[AttemptRun]:
+    def _arm_at(self, run: AttemptRun, when: float) -> Any:
+        deadlines = self._deadlines
+        if deadlines is not None and deadlines.loop is run.loop:
+            return deadlines.arm(when, run)
+        assert run.loop is not None
+        return run.loop.call_at(when, self._watch, run)
+
+    def _runs_of(self, flow_id: str) -> list[AttemptRun]:
         """The attempts of a flow running here."""
-        return [run for key in list(self._by_flow.get(flow_id, ())) if (run := self.runs.get(key)) is not None]
+        with self._runs_lock:
+            keys = list(self._by_flow.get(flow_id, ()))
+        return [run for key in keys if (run := self._runs.get(key)) is not None]
 
-    def rearm(self, flow_id: str) -> None:
+    def _rearm(self, flow_id: str) -> None:
         """The flow's clock moved (`dex time skip`): re-arm its attempts' watchdogs."""
-        for run in self.runs_of(flow_id):
+        for run in self._runs_of(flow_id):
             if run.timer is not None:
                 run.disarm()
                 self._watch(run)
 
-    def arm(self, run: AttemptRun) -> Any:
+    def _arm(self, run: AttemptRun) -> Any:
         """Start its watchdog; returns its input. An input that does not decode as the step's
         type raises ValueMappingError: that attempt's failure, as a worker's decode failure is."""
         loop = run.loop
         assert loop is not None
-        run.timer = loop.call_at(run.next_deadline()[0] - (self.now(run.flow_id) - loop.time()), self._watch, run)
+        run.timer = self._arm_at(run, run.next_deadline()[0] - (self._now(run.flow_id) - loop.time()))
         return from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
 
     async def _attempt(self, run: AttemptRun) -> None:
         error: BaseException | None = None
         result: Any = None
         try:
-            result = await invoke(run, self.arm(run))
+            result = await invoke(run, self._arm(run))
         except asyncio.CancelledError:
             if run.timed_out is None:
                 raise
@@ -570,13 +628,9 @@ class Engine:
             error = exc
         finally:
             run.disarm()
-        unit = self.endings.unit(run, judge(run, result, error, self.definitions, self.now(run.flow_id)))
+        unit = self._endings.unit(run, judge(run, result, error, self.definitions, self._now(run.flow_id)))
         if unit is not None:
-            await self.endings.commit(run, unit)
-
-    def outputs_for(self, run: AttemptRun) -> t.Outputs:
-        """The attempt's outputs waiting for the next group commit (queued on first use)."""
-        return self.outputs.of(run)
+            await self._endings.commit(run, unit)
 
     # ------------------------------------------------------------------ stopping ---------
     def release(self) -> int:
@@ -588,11 +642,11 @@ class Engine:
         INTERRUPTED here."""
         if self.store.failure is None:  # else the database refuses writes: do not wait on it again
             try:
-                return self._release_interrupted() + self.scheduler.release_left()
+                return self._release_interrupted() + self._scheduler.release_left()
             except Exception:
                 pass
         if not isinstance(self.store.failure, DatabaseReplacedError):  # (a mark beside a new file would be wrong)
-            self.store.record_stopped(self.owner)
+            self.store.record_stopped(self._owner)
         return 0
 
     def _release_interrupted(self) -> int:
@@ -601,21 +655,21 @@ class Engine:
         wait for their heartbeat deadlines. Leases of attempts that never began (leased at start
         for a run() that never came, or stopped before their first step) are given back instead:
         nothing of them is recorded. Returns how many ended INTERRUPTED."""
-        self.scheduler.orphans()
+        self._scheduler.orphans()
         stopped, self._stopped = self._stopped, []
         unstarted, self._unstarted = self._unstarted, []
-        self.scheduler.release_held()
+        self._scheduler.release_held()
         if not stopped and not unstarted:
             return 0
         with self.store.tx() as tx:
             for leased in unstarted:
                 step = leased.step
                 t.give_back(tx, t.AttemptKey(step.flow_id, step.step_execution_id, step.attempt,
-                                             step.lease_owner or ""), self.now(step.flow_id))
+                                             step.lease_owner or ""), self._now(step.flow_id))
             for run in stopped:
                 if not run.began:
-                    t.give_back(tx, run.attempt_key, self.now(run.flow_id))
-            return sum(t.release(tx, run.attempt_key, self.now(run.flow_id)) for run in stopped if run.began)
+                    t.give_back(tx, run.attempt_key, self._now(run.flow_id))
+            return sum(t.release(tx, run.attempt_key, self._now(run.flow_id)) for run in stopped if run.began)
 
     @overload
     def change(self, op: TimeTravelRequest | ContinueAsNew) -> str: ...
@@ -641,11 +695,11 @@ class Engine:
     def _stop_flow(self, flow_id: str, stop_type: str, reason: str | None) -> None:
         def stop() -> None:
             with self.store.tx() as tx:
-                closed = t.stop(tx, flow_id, stop_type, reason, self.now(flow_id))
-            self.endings.after_close(flow_id, closed)
-            self.wake()
+                closed = t.stop(tx, flow_id, stop_type, reason, self._now(flow_id))
+            self._endings.after_close(flow_id, closed)
+            self._wake()
 
-        self.drives.on_loop(stop)
+        self._drives.on_loop(stop)
 
     def _time_travel(self, req: TimeTravelRequest) -> str:
         """A new run of the flow from a point of its history (transitions.time_travel); the old
@@ -656,15 +710,15 @@ class Engine:
             with self.store.tx() as tx:
                 done = time_travel(tx, req, self._fresh_now(req.flow_id), self.definitions)
             if done.terminated is not None:
-                self.endings.after_close(req.flow_id, done.terminated)
-            self.scheduler.adopt(req.flow_id)
-            self.scheduler.closed(req.flow_id, reopened=True)
-            self.emit("flowTimeTravelled", req.flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
+                self._endings.after_close(req.flow_id, done.terminated)
+            self._scheduler.adopt(req.flow_id)
+            self._scheduler.closed(req.flow_id, reopened=True)
+            self._emit("flowTimeTravelled", req.flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
                       requeued=list(done.requeued))
-            self.wake()
+            self._wake()
             return done.run_id
 
-        return self.drives.on_loop(travel)
+        return self._drives.on_loop(travel)
 
     def _skip_timer(self, flow_id: str, step_execution_id: str, condition_id: str | None,
                     condition_index: int | None) -> None:
@@ -673,10 +727,10 @@ class Engine:
             with self.store.tx() as tx:
                 woken = w.skip_timer(tx, flow_id, step_execution_id, condition_id, condition_index,
                                      self.definitions, self._fresh_now(flow_id), None)
-            self.endings.after_woken(flow_id, (woken,) if woken else ())
-            self.wake()
+            self._endings.after_woken(flow_id, (woken,) if woken else ())
+            self._wake()
 
-        self.drives.on_loop(skip)
+        self._drives.on_loop(skip)
 
     def _update_flow_config(self, flow_id: str, fields: dict[str, Any]) -> None:
         """Merge FlowConfig fields (dexcli.engine.flow_config, already checked) into a running
@@ -685,7 +739,7 @@ class Engine:
             with self.store.tx() as tx:
                 t.continuing.update_config(tx, flow_id, fields, self._fresh_now(flow_id))
 
-        self.drives.on_loop(update)
+        self._drives.on_loop(update)
 
     def _continue_as_new(self, flow_id: str, reason: str) -> str:
         """Roll a running flow over into a new run now (transitions/continuing.py); the new
@@ -693,12 +747,12 @@ class Engine:
         def roll() -> str:
             with self.store.tx() as tx:
                 done = t.continuing.continue_as_new(tx, flow_id, self._fresh_now(flow_id), reason)
-            self.emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
+            self._emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
                       reason=done.reason)
-            self.wake()
+            self._wake()
             return done.run_id
 
-        return self.drives.on_loop(roll)
+        return self._drives.on_loop(roll)
 
     # ------------------------------------------------------------------ rpc, time ---------
     def invoke_rpc(self, method: Any, flow_id: str, input: Any = None, options: RPCInvokeOptions | None = None
@@ -708,14 +762,14 @@ class Engine:
         flow's own type). Runs the handler here, commits its effects; returns its output."""
         definition, spec = self._rpc_target(method, flow_id)
         return rpc.invoke(self.store, self.definitions, self.clock, self._fresh_now,
-                          lambda applied: self.drives.on_loop(lambda: self._after_rpc(flow_id, spec, applied)),
+                          lambda applied: self._drives.on_loop(lambda: self._after_rpc(flow_id, spec, applied)),
                           definition, spec, flow_id, input, options)
 
     async def invoke_rpc_async(self, method: Any, flow_id: str, input: Any = None,
                                options: RPCInvokeOptions | None = None) -> Any:
         """`invoke_rpc` for code on the engine's loop: the commit joins the group commit."""
         definition, spec = self._rpc_target(method, flow_id)
-        return await rpc.invoke_async(self.store, self.definitions, self.clock, self._fresh_now, self.commits.submit,
+        return await rpc.invoke_async(self.store, self.definitions, self.clock, self._fresh_now, self._commits.submit,
                                       lambda applied: self._after_rpc(flow_id, spec, applied),
                                       definition, spec, flow_id, input, options)
 
@@ -733,11 +787,11 @@ class Engine:
 
     def _after_rpc(self, flow_id: str, spec: RpcSpec, applied: t.RpcApplied) -> None:
         """After an RPC's COMMIT: report, stop cancelled attempts running here, look again."""
-        self.emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
+        self._emit("rpcCompleted", flow_id, rpcName=spec.name, nextSteps=list(applied.started),
                   canceled=list(applied.canceled))
-        self.endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
-        self.endings.after_woken(flow_id, applied.woken)
-        self.wake()
+        self._endings.fence_steps(flow_id, applied.canceled, f"cancelled by RPC {spec.name}")
+        self._endings.after_woken(flow_id, applied.woken)
+        self._wake()
 
     def time_skip(self, flow_ids: list[str] | None, seconds: float) -> Skipped:
         """Move these flows' clocks (None: every running flow's) forward by `seconds` (`dex time

@@ -11,23 +11,42 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptRun
-from dexcli.engine.batch import Unit
+from dexcli.engine.batch import GroupCommit, Unit
+from dexcli.engine.definitions import Definitions
+from dexcli.engine.events import Emitter
+from dexcli.engine.faults import Faults
 from dexcli.engine.outcome import WaitResult
+from dexcli.engine.schedule import Scheduler
 from dexcli.engine.transitions import waiting as w
-
-if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
 
 R = TypeVar("R")
 
 
+@dataclass(frozen=True, slots=True)
+class EndingsHooks:
+    """What the endings of attempts need of the engine: collaborators and callbacks."""
+
+    faults: Faults
+    commits: GroupCommit
+    events: Emitter
+    definitions: Definitions
+    scheduler: Scheduler
+    stats: dict[str, int]
+    offsets: dict[str, float]  # flow id -> its clock offset (the engine's)
+    runs: dict[tuple[str, str], AttemptRun]  # the attempts running here (the engine's)
+    now: Callable[[str], float]
+    start_attempt: Callable[[t.Leased, float], None]  # an attempt a commit leased here starts
+    runs_of: Callable[[str], list[AttemptRun]]  # a flow's attempts running here
+
+
 class Endings:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, hooks: EndingsHooks) -> None:
+        self.h = hooks
 
     def unit(self, run: AttemptRun, verdict: t.Decision | WaitResult | t.Failure | None) -> Unit[Any] | None:
         """The group-commit unit that ends an attempt judged so (None: nothing to commit)."""
@@ -37,7 +56,7 @@ class Endings:
             return self._wait_unit(run, verdict)
         if verdict is None:
             return None
-        self.engine.faults.hit("before-commit", run.spec.step_type, where=run.where)
+        self.h.faults.hit("before-commit", run.spec.step_type, where=run.where)
         return self._decision_unit(run, verdict)
 
     async def commit(self, run: AttemptRun, unit: Unit[Any]) -> None:
@@ -45,7 +64,7 @@ class Endings:
         before it, so they commit first (in the same transaction or an earlier one). A fenced
         attempt — a stale owner, a closed flow — is left out and nothing of it is applied."""
         try:
-            await self.engine.commits.submit(unit)
+            await self.h.commits.submit(unit)
         except t.Fenced:
             self.not_owned(run)
         except asyncio.CancelledError:
@@ -58,69 +77,84 @@ class Endings:
 
     def _unit(self, apply: Callable[[Any], R], done: Callable[[R], None], durable: bool = True) -> Unit[R]:
         def committed(result: R) -> None:
-            self.engine.stats["transitions"] += 1
+            self.h.stats["transitions"] += 1
             done(result)
 
         return Unit(apply, committed, durable=durable)
 
+    def counted(self) -> None:
+        """A transition committed outside a unit (on a handler thread, dexcli.engine.sync_attempt)."""
+        self.h.stats["transitions"] += 1
+
     def _decision_unit(self, run: AttemptRun, decision: t.Decision) -> Unit[Any]:
-        engine = self.engine
-        owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
+        apply, done = self.decision(run, decision)
+        # ASYNC durability (the method's, or its flow's FlowConfig): acknowledged before it is persistent
+        return Unit(apply, done, durable=run.leased.durability != "ASYNC")
+
+    def decision(self, run: AttemptRun, decision: t.Decision
+                 ) -> tuple[Callable[[Any], t.ExecuteDone], Callable[[t.ExecuteDone], None]]:
+        """A decision's write (inside a transaction) and what follows its commit (reported,
+        counted). A unit's parts on the loop; a handler thread commits it itself."""
+        h = self.h
+        owner = h.scheduler.owner if h.scheduler.drives(run.flow_id) else None
 
         def apply(tx: Any) -> t.ExecuteDone:
             return t.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
-                                      engine.definitions, run.definition, engine.now(run.flow_id), owner)
+                                      h.definitions, run.definition, h.now(run.flow_id), owner)
 
         def done(d: t.ExecuteDone) -> None:
-            now, c = engine.now(run.flow_id), d.completed
-            if engine.events.listeners:
-                engine.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+            now, c = h.now(run.flow_id), d.completed
+            if h.events.listeners:
+                h.events.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                             attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
                 self.after_close(run.flow_id, c.closed)
             if c.continued is not None:
-                engine.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
-                            previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
+                h.events.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
+                              previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
             self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
-                engine.start_attempt(leased, now)
+                h.start_attempt(leased, now)
             self.after_woken(run.flow_id, d.woken)
-            engine.faults.hit("after-commit", run.spec.step_type, where=run.where)
+            h.faults.hit("after-commit", run.spec.step_type, where=run.where)
             # every step it created runs here already: nothing new is due for the scheduler
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
-            engine.scheduler.wake(for_stop_only=run.handed_on)
+            h.scheduler.wake(for_stop_only=run.handed_on)
 
-        # ASYNC durability (the method's, or its flow's FlowConfig): acknowledged before it is persistent
-        return self._unit(apply, done, durable=run.leased.durability != "ASYNC")
+        def committed(d: t.ExecuteDone) -> None:
+            h.stats["transitions"] += 1
+            done(d)
+
+        return apply, committed
 
     def _wait_unit(self, run: AttemptRun, result: WaitResult) -> Unit[Any]:
-        engine = self.engine
-        owner = engine.owner if engine.scheduler.drives(run.flow_id) else None
+        h = self.h
+        owner = h.scheduler.owner if h.scheduler.drives(run.flow_id) else None
 
         def apply(tx: Any) -> w.Waited:
             return w.commit_wait(tx, run.attempt_key, run.step, result.wait, run.started, run.effects,
-                                 engine.definitions, engine.now(run.flow_id), owner, result.children)
+                                 h.definitions, h.now(run.flow_id), owner, result.children)
 
         def done(waited: w.Waited) -> None:
-            engine.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
-                        wait=result.wait)
+            h.events.emit("stepWaiting", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
+                          wait=result.wait)
             for child in waited.children:  # driven wherever the parent is
                 if child.terminated is not None:
                     self.after_close(child.flow_id, child.terminated)
                 if owner is not None:
-                    engine.scheduler.adopt(child.flow_id)
-                engine.emit("subFlowStarted", run.flow_id, stepExecutionId=run.seid, subFlowId=child.flow_id,
-                            subFlowIndex=child.index, how=child.how)
+                    h.scheduler.adopt(child.flow_id)
+                h.events.emit("subFlowStarted", run.flow_id, stepExecutionId=run.seid, subFlowId=child.flow_id,
+                              subFlowIndex=child.index, how=child.how)
             self.after_woken(run.flow_id, (waited.woken,) if waited.woken else ())
-            engine.wake()
+            h.scheduler.wake()
 
         return self._unit(apply, done)
 
     def _failure_unit(self, run: AttemptRun, failure: t.Failure) -> Unit[Any]:
-        engine = self.engine
+        h = self.h
 
         def apply(tx: Any) -> t.Failed:
-            return t.fail(tx, run.step, engine.owner, failure, engine.definitions, engine.now(run.flow_id))
+            return t.fail(tx, run.step, h.scheduler.owner, failure, h.definitions, h.now(run.flow_id))
 
         return self._unit(apply, lambda failed: self.after_failure(
             run.flow_id, run.seid, run.spec.step_type, run.attempt, failure, failed))
@@ -128,43 +162,43 @@ class Endings:
     # ------------------------------------------------------------------ after a commit -----
     def after_woken(self, flow_id: str, woken: tuple[w.Woken, ...] | list[w.Woken]) -> None:
         """Waits a commit completed: report them; start the attempts it leased."""
-        engine = self.engine
-        now = engine.now(flow_id)
+        h = self.h
+        now = h.now(flow_id)
         for x in woken:
-            engine.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
+            h.events.emit("waitCompleted", flow_id, stepExecutionId=x.step_execution_id,
                         conditionResults=x.condition_results)
             if x.leased is not None:
-                engine.start_attempt(x.leased, now)
+                h.start_attempt(x.leased, now)
 
     def fence_steps(self, flow_id: str, seids: tuple[str, ...] | list[str], reason: str) -> None:
         """Step executions another commit cancelled: stop their attempts running here."""
         for seid in seids:
-            run = self.engine.runs.get((flow_id, seid))
+            run = self.h.runs.get((flow_id, seid))
             if run is not None:
                 run.fence(reason)
                 run.cancel()
-            self.engine.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
+            self.h.events.emit("stepCanceled", flow_id, stepExecutionId=seid, reason=reason)
 
     def after_failure(self, flow_id: str, seid: str, step_type: str, attempt: int, failure: t.Failure,
                       failed: t.Failed) -> None:
         detail = {"nextAttemptAt": failed.next_attempt_at, "delay": failed.delay} if failed.retry else \
             {"reason": failed.reason, "recoveryStepExecutionId": failed.recovery_step_execution_id}
-        engine = self.engine
-        engine.emit("attemptFailed", flow_id, stepExecutionId=seid, stepType=step_type, attempt=attempt,
+        h = self.h
+        h.events.emit("attemptFailed", flow_id, stepExecutionId=seid, stepType=step_type, attempt=attempt,
                     errorType=failure.error_type, detail=failure.detail, outcome=failure.outcome.value,
                     retry=failed.retry, **detail)
         if failed.closed is not None:
             self.after_close(flow_id, failed.closed)
-        engine.wake()
+        h.scheduler.wake()
 
     def after_close(self, flow_id: str, closed: t.Closed) -> None:
         """The flow closed in a commit of this process: its attempts here are fenced and cancelled."""
-        engine = self.engine
-        engine.stats["flows_closed"] += 1
-        engine.scheduler.closed(flow_id)
-        for run in engine.runs_of(flow_id):
+        h = self.h
+        h.stats["flows_closed"] += 1
+        h.scheduler.closed(flow_id)
+        for run in h.runs_of(flow_id):
             run.fence(f"flow {closed.status.value}")
             run.cancel()
-        engine.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
+        h.events.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
                     errorMessage=closed.message)
-        engine.offsets.pop(flow_id, None)  # kept per flow, a long-lived worker's memory would grow with each
+        h.offsets.pop(flow_id, None)  # kept per flow, a long-lived worker's memory would grow with each

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,8 @@ Listener = Callable[[Event], None]
 
 
 class Emitter:
-    """Calls each listener with each event, in order, on the engine's thread.
+    """Calls each listener with each event, in order, one event at a time: on the engine's
+    loop, or on the handler thread that runs a chain of sync steps (dexcli.engine.sync_attempt).
 
     A listener that raises is removed and its error handed to `on_listener_error` (by default
     logged): a broken view or a closed pipe never stops the engine or loses a commit.
@@ -37,11 +39,15 @@ class Emitter:
         self._now = now
         self.listeners: list[Listener] = []
         self.on_listener_error: Callable[[Listener, Exception], None] = _log_error
+        self._lock = threading.RLock()
 
     def emit(self, type_: str, flow_id: str, **data: Any) -> None:
         if not self.listeners:
             return
-        ev = Event(type_, flow_id, self._now(), data)
+        with self._lock:
+            self._emit(Event(type_, flow_id, self._now(), data))
+
+    def _emit(self, ev: Event) -> None:
         for fn in list(self.listeners):
             try:
                 fn(ev)

@@ -19,26 +19,44 @@ its first pass reads nothing either (a new flow has offset 0, nothing queued, no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from dexcli.engine.clock import real_pause
+from dexcli.engine.clock import Clock, real_pause
 from dexcli.engine.deadlines import iso
-from dexcli.engine.definitions import cannot_run
+from dexcli.engine.definitions import Definitions, cannot_run
 from dexcli.engine.drives import DriveEndedError, Waiter
+from dexcli.engine.events import Emitter
 from dexcli.engine.transitions import AttemptKey, Leased, give_back, release_left
-from dexcli.store import Schedule, StepRecord
+from dexcli.store import Schedule, StepRecord, Store
 from dexcli.store.owners import owner_alive, owner_holds
-
-if TYPE_CHECKING:
-    from dexcli.engine.core import Engine
 
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
 CLAIM_BATCH = 500
 ANNOUNCED = 20  # attempts and retries an idleWait event names at most
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerHooks:
+    """What the loop needs of the engine it runs: collaborators and callbacks."""
+
+    store: Store
+    clock: Clock
+    definitions: Definitions
+    events: Emitter
+    offsets: dict[str, float]  # flow id -> its clock offset, where not 0 (shared with the engine)
+    runs: dict[tuple[str, str], Any]  # the attempts running here (the engine's)
+    now: Callable[[str], float]
+    claim: Callable[[float, list[str] | None], None]  # lease what is due and start it
+    reap: Callable[[float, list[str] | None], None]  # declare other processes' expired attempts lost
+    rearm: Callable[[str], None]  # a flow's clock moved: its attempts' watchdogs re-arm
+    start_attempt: Callable[[Leased, float], None]
+    project: Callable[[], None]  # write the Attribute Store projections left (and arm their retries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +75,8 @@ class Held:
 class Scheduler:
     claim_batch = CLAIM_BATCH
 
-    def __init__(self, engine: Engine, owner_base: str) -> None:
-        self.engine = engine
+    def __init__(self, hooks: SchedulerHooks, owner_base: str) -> None:
+        self.h = hooks
         self._owner_base = owner_base
         self.owner = self._new_owner()
         self._driving: frozenset[str] | None = None  # the flows run() drives (None: not running)
@@ -75,6 +93,10 @@ class Scheduler:
         self._orphans: list[Waiter] = []  # those of attempts still waiting when run() ended
         self._next_stopped_look = 0.0  # real monotonic time of the next look for stopped owners' marks
         self._announced: object = None  # what the last idleWait event said
+        self._loop: asyncio.AbstractEventLoop | None = None  # run()'s, and its thread
+        self._thread = 0
+        self._full = True  # a wake since the last pass that may have made something due
+        self._hop = False  # a wake from another thread is on its way to the loop
 
     def _new_owner(self) -> str:
         return f"{self._owner_base}:{uuid.uuid4().hex[:6]}"
@@ -85,9 +107,22 @@ class Scheduler:
         so only a stop condition could care."""
         if for_stop_only and not self._has_stop and not self._waiters:
             return
+        if not for_stop_only:
+            self._full = True
+        if threading.get_ident() != self._thread:  # a handler thread's chain (sync_attempt)
+            loop = self._loop
+            if loop is not None and not self._hop:
+                self._hop = True
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody sleeps on it
+                    loop.call_soon_threadsafe(self._hopped)
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _hopped(self) -> None:
+        self._hop = False
+        self.wake(for_stop_only=True)
 
     def reserve(self) -> str | None:
         """The owner a start made outside run() leases its first attempt to: the one the next
@@ -95,7 +130,7 @@ class Scheduler:
         if self._driving is not None:
             return None
         if self._reserved is None:  # attempts still in memory keep the current owner (see loop)
-            self._reserved = self.owner if self.engine.runs else self._new_owner()
+            self._reserved = self.owner if self.h.runs else self._new_owner()
         return self._reserved
 
     def hold(self, leased: Leased, timed: bool) -> None:
@@ -107,17 +142,17 @@ class Scheduler:
         attempts never began, so each step is runnable at once as if never leased."""
         held, self._held = list(self._held.values()), {}
         if held:
-            engine = self.engine
-            with engine.store.tx() as tx:
-                for h in held:
-                    give_back(tx, h.key, engine.now(h.key.flow_id))
+            h = self.h
+            with h.store.tx() as tx:
+                for x in held:
+                    give_back(tx, x.key, h.now(x.key.flow_id))
 
     def release_left(self) -> int:
         """Once the loop that ran this engine's attempts has closed (the process stops): release
         whatever is still leased to its owner — nothing here can run it any more, and left
         leased it would wait for its heartbeat deadline. Returns how many ended INTERRUPTED."""
-        with self.engine.store.tx() as tx:
-            return release_left(tx, self.owner, self.engine.clock.real())
+        with self.h.store.tx() as tx:
+            return release_left(tx, self.owner, self.h.clock.real())
 
     def closed(self, flow_id: str, *, reopened: bool = False) -> None:
         """A flow closed in this process (its close committed here); `reopened`: a new run of
@@ -200,62 +235,70 @@ class Scheduler:
     def _scope(self, flow_ids: list[str] | None) -> list[str] | None:
         """The flows to look at this pass: those asked for, less the ones whose code cannot be
         loaded here (None: every flow)."""
-        unloadable = self.engine.unloadable
+        unloadable = self.h.definitions.unloadable
         if flow_ids is None and not unloadable:
             return None
         if flow_ids is None:
-            return [f for f in self.engine.store.running_flow_ids() if f not in unloadable]
+            return [f for f in self.h.store.running_flow_ids() if f not in unloadable]
         return [f for f in flow_ids if f not in unloadable]
 
     async def loop(self, flow_ids: list[str] | None, until_idle: bool, stop: Callable[[], bool] | None,
                    stop_poll: float | None) -> None:
-        engine = self.engine
+        h = self.h
         reserved, self._reserved = self._reserved, None
-        if not engine.runs:
+        if not h.runs:
             self.owner = reserved or self._new_owner()
         self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
         if flow_ids:  # a parent's running SubFlows are driven with it
-            self._driving |= frozenset(engine.store.running_descendants(flow_ids))
+            self._driving |= frozenset(h.store.running_descendants(flow_ids))
         self._has_stop = stop is not None
         self._stop = stop
         self._next_offset_read = 0.0
         self._closed = set()
         self._announced = None
-        clock = engine.clock
+        clock = h.clock
         if clock.follow_real and clock.auto_advance:
             clock.on_advance = self._skipped
+        self._loop, self._thread, self._full = asyncio.get_running_loop(), threading.get_ident(), True
+        last: Schedule | None = None
         try:
             self._release_stopped()
-            if engine.attribute_sync is not None:  # projections left to write, and their retries' timers
-                engine.attribute_sync.kick()
+            h.project()  # projections left to write, and their retries' timers
             if flow_ids is not None:
                 self.find_unloadable(flow_ids)
             first = self._start_held(flow_ids)
             while True:
                 driving = None if self._all else sorted(self._driving)
-                if (until_idle and not engine.runs and driving and self._closed.issuperset(driving)
+                if (until_idle and not h.runs and driving and self._closed.issuperset(driving)
                         and not self._outside_waiting()):
                     break  # they closed here: nothing of them can be queued or running any more
                 ids = self._ids = self._scope(driving)
-                if driving is not None and not ids and engine.unloadable:
-                    fid = next(iter(engine.unloadable))
-                    raise cannot_run(fid, engine.unloadable[fid])
-                sched = first if first is not None else self._pass(ids)
-                first = None
+                if driving is not None and not ids and h.definitions.unloadable:
+                    fid = next(iter(h.definitions.unloadable))
+                    raise cannot_run(fid, h.definitions.unloadable[fid])
+                if first is not None:
+                    sched = first
+                elif not self._full and last is not None:
+                    sched = last  # woken only for a stop condition (a step handed on): nothing new is due
+                else:
+                    sched = self._pass(ids)
+                first, last, self._full = None, sched, False
                 self._check_waiters()
                 if stop is not None and stop() and not self._outside_waiting():
                     break
-                if (until_idle and not engine.runs and not sched.foreign and self._idle(sched, ids)
+                if (until_idle and not h.runs and not sched.foreign and self._idle(sched, ids)
                         and not self._outside_waiting()):
                     break  # nothing of these flows runs again unless a timer fires or someone acts
-                if until_idle and not engine.runs:
+                if until_idle and not h.runs:
                     self._announce(sched, ids)
                 timeout = await self._timeout(sched, stop is not None, stop_poll)
                 if timeout is not None and timeout < 0:
+                    self._full = True
                     continue
                 await self._sleep(timeout)
         finally:
             self._all, self._driving, self._stop = False, None, None
+            self._loop, self._thread = None, 0
             waiters, self._waiters = self._waiters, []
             for w in waiters:
                 if w.outside:  # they drive again themselves
@@ -270,13 +313,13 @@ class Scheduler:
         run (its class is gone, the flow's code does not load). A drive refused for them then
         refuses before it changes anything: no skip of their clocks, no timer of theirs fired.
         Starts leased to this run were just made from a loaded definition: not read again."""
-        engine = self.engine
+        h = self.h
         for fid in flow_ids:
-            flow = None if fid in self._held or fid in engine.unloadable else engine.store.get_flow(fid)
+            flow = None if fid in self._held or fid in h.definitions.unloadable else h.store.get_flow(fid)
             if flow is None or not flow.is_running:
                 continue
-            for step in engine.store.steps_of(fid):
-                if step.status.is_open and engine.definitions.step_for(
+            for step in h.store.steps_of(fid):
+                if step.status.is_open and h.definitions.step_for(
                         fid, flow.flow_type, flow.flow_ref, step.step_type) is None:
                     break
 
@@ -284,16 +327,16 @@ class Scheduler:
         """A process that stopped when it could not write (the disk was full) left a mark for
         the leases it meant to release (`Store.record_stopped`): release them now, at once,
         as it would have — not at their heartbeat deadlines, as a crash's."""
-        clock = self.engine.clock
+        clock = self.h.clock
         if clock.real_monotonic() < self._next_stopped_look:  # a directory read: not on every run()
             return
         self._next_stopped_look = clock.real_monotonic() + REAL_POLL_SECONDS
-        store = self.engine.store
+        store = self.h.store
         for owner in store.stopped_owners():
             if owner_alive(owner):
                 continue  # still on its way out
             with store.tx() as tx:
-                release_left(tx, owner, self.engine.clock.real())
+                release_left(tx, owner, self.h.clock.real())
             store.forget_stopped(owner)
 
     def _start_held(self, flow_ids: list[str] | None) -> Schedule | None:
@@ -303,17 +346,17 @@ class Scheduler:
         them), so the pass is skipped; None: pass as usual."""
         if not self._held:
             return None
-        engine, clock = self.engine, self.engine.clock
-        mine = {f: h for f, h in self._held.items() if self.drives(f) and h.leased.step.lease_owner == self.owner}
+        h, clock = self.h, self.h.clock
+        mine = {f: x for f, x in self._held.items() if self.drives(f) and x.leased.step.lease_owner == self.owner}
         for f in mine:
             del self._held[f]
         if self._held:
             self.release_held()
-        for f, h in mine.items():
-            engine.offsets.pop(f, None)
-            engine.start_attempt(h.leased, h.leased.step.attempt_started_at or engine.now(f))
-        if (flow_ids is None or set(flow_ids) != set(mine) or engine.unloadable
-                or any(h.timed for h in mine.values())):
+        for f, x in mine.items():
+            h.offsets.pop(f, None)
+            h.start_attempt(x.leased, x.leased.step.attempt_started_at or h.now(f))
+        if (flow_ids is None or set(flow_ids) != set(mine) or h.definitions.unloadable
+                or any(x.timed for x in mine.values())):
             return None
         self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS
         if len(mine) == 1 and clock.follow_real:
@@ -327,22 +370,22 @@ class Scheduler:
         nothing at all is ahead."""
         if sched.due is None:
             return True
-        clock = self.engine.clock
+        clock = self.h.clock
         if clock.auto_advance or sched.due <= clock.real():
             return False
-        return not self.engine.store.read(lambda tx: tx.retrying_steps(ids, 1))
+        return not self.h.store.read(lambda tx: tx.retrying_steps(ids, 1))
 
     def _announce(self, sched: Schedule, ids: list[str] | None) -> None:
         """With nothing of its own running, a drive `until_idle` says what it still waits for, once
         per change (an `idleWait` event): attempts of processes that are gone, until their
         deadlines declare them lost; attempts live processes hold; retries backing off. A
         skipping clock jumps over all but the live ones: then only those are said."""
-        engine, clock = self.engine, self.engine.clock
+        h, clock = self.h, self.h.clock
         if (sched.due is None and not sched.foreign) or (clock.auto_advance and not (clock.follow_real and
                                                                                      sched.foreign)):
             return  # nothing ahead, or a clock that jumps over it all with no other process around
-        running = engine.store.read(lambda tx: tx.expired_foreign_attempts(math.inf, self.owner, ids))
-        retries = engine.store.read(lambda tx: tx.retrying_steps(ids, ANNOUNCED))
+        running = h.store.read(lambda tx: tx.expired_foreign_attempts(math.inf, self.owner, ids))
+        retries = h.store.read(lambda tx: tx.retrying_steps(ids, ANNOUNCED))
         lost, held = [], []
         for step, offset in running[:ANNOUNCED]:
             entry = {"flowId": step.flow_id, "stepExecutionId": step.step_execution_id, "attempt": step.attempt}
@@ -362,52 +405,52 @@ class Scheduler:
         if key == self._announced:
             return
         self._announced = key
-        engine.emit("idleWait", "", lost=lost, held=held, skippable=not clock.auto_advance,
+        h.events.emit("idleWait", "", lost=lost, held=held, skippable=not clock.auto_advance,
                     retries=[{"flowId": s.flow_id, "stepExecutionId": s.step_execution_id, "attempt": s.attempt + 1,
                               "at": iso((s.next_attempt_at or 0.0) - offset)} for s, offset in retries])
 
     def _skipped(self, seconds: float) -> None:
         """This engine's clock jumped: so do the clocks of the flows it drives."""
-        self.engine.offsets.update(self.engine.store.skip_flows(self._ids, seconds, self._owner_base).moved)
+        self.h.offsets.update(self.h.store.skip_flows(self._ids, seconds, self._owner_base).moved)
 
     def _read_offsets(self, ids: list[str] | None) -> None:
         """Adopt the flows' offsets (`dex time skip` moves them): a process driving one flow
         moves its own clock with it; the attempts of a flow whose clock moved re-arm."""
-        engine, clock = self.engine, self.engine.clock
+        h, clock = self.h, self.h.clock
         self._next_offset_read = clock.real_monotonic() + REAL_POLL_SECONDS
-        fresh = engine.store.flow_offsets(ids)
-        changed = {f for f in set(fresh) | {f for f in engine.offsets if ids is None or f in ids}
-                   if fresh.get(f, 0.0) != engine.offsets.get(f, 0.0)}
+        fresh = h.store.flow_offsets(ids)
+        changed = {f for f in set(fresh) | {f for f in h.offsets if ids is None or f in ids}
+                   if fresh.get(f, 0.0) != h.offsets.get(f, 0.0)}
         for f in changed:
-            engine.offsets[f] = fresh.get(f, 0.0)
+            h.offsets[f] = fresh.get(f, 0.0)
         if ids is not None and len(ids) == 1 and clock.follow_real:
-            clock.set_offset(engine.offsets.get(ids[0], 0.0))
+            clock.set_offset(h.offsets.get(ids[0], 0.0))
         for f in changed:
-            engine.rearm(f)
+            h.rearm(f)
 
     def _pass(self, ids: list[str] | None) -> Schedule:
         """Read the schedule; reap and claim what is due. Returns the schedule after that."""
-        engine, clock = self.engine, self.engine.clock
+        h, clock = self.h, self.h.clock
         if clock.real_monotonic() >= self._next_offset_read:
             self._read_offsets(ids)
         now = clock.real()
-        sched = engine.store.schedule(ids, self.owner)  # one read per pass
+        sched = h.store.schedule(ids, self.owner)  # one read per pass
         if any(t is not None and t <= now for _, t in sched.foreign):
-            engine.reap(now, ids)
-            sched = engine.store.schedule(ids, self.owner)
+            h.reap(now, ids)
+            sched = h.store.schedule(ids, self.owner)
         if sched.due is not None and sched.due <= now:
-            engine.claim(now, ids)
-            sched = engine.store.schedule(ids, self.owner)
+            h.claim(now, ids)
+            sched = h.store.schedule(ids, self.owner)
         return sched
 
     async def _timeout(self, sched: Schedule, has_stop: bool, stop_poll: float | None) -> float | None:
         """How long to sleep: None for until woken; a negative value means look again now."""
-        clock = self.engine.clock
+        clock = self.h.clock
         wake_at, live_foreign = self._next_wake(sched)
         timeout = None if wake_at is None else max(0.0, wake_at - clock.real())
         if clock.follow_real and not clock.auto_advance:
             timeout = REAL_POLL_SECONDS if timeout is None else min(timeout, REAL_POLL_SECONDS)
-        elif clock.auto_advance and clock.follow_real and not self.engine.runs and (
+        elif clock.auto_advance and clock.follow_real and not self.h.runs and (
                 timeout is None or live_foreign):
             # Skipping time with nothing of ours running: another live process may hold work
             # (never jump the shared clock over its lease), or, with nothing due at all, new
@@ -425,10 +468,11 @@ class Scheduler:
         """Until wake() or the timeout (a future and a timer: no task per sleep)."""
         loop = asyncio.get_running_loop()
         if timeout is not None and timeout <= 0:
+            self._full = True
             await asyncio.sleep(0)
         else:
             waiter = self._waiter = loop.create_future()
-            timer = None if timeout is None else loop.call_at(loop.time() + timeout, _resolve, waiter)
+            timer = None if timeout is None else loop.call_at(loop.time() + timeout, self._timed_out, waiter)
             try:
                 await waiter
             finally:
@@ -438,6 +482,10 @@ class Scheduler:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError()  # a cancel that landed as the wake fired: honour it
+
+    def _timed_out(self, waiter: asyncio.Future[None]) -> None:
+        self._full = True  # time passed: something may be due
+        _resolve(waiter)
 
     def _next_wake(self, sched: Schedule) -> tuple[float | None, bool]:
         """When something is next due, and whether a live process holds a lease here.
@@ -449,7 +497,7 @@ class Scheduler:
         """
         times = [sched.due] if sched.due is not None else []
         live = False
-        clock = self.engine.clock
+        clock = self.h.clock
         respect_live = clock.auto_advance and clock.follow_real
         alive: dict[str, bool] = {}
         for owner, t in sched.foreign:

@@ -14,6 +14,12 @@ straight from the batch's delivery, with no future and no wake-up of its own.
 `busy` counts calls handed over whose results the loop has not taken yet (a call whose
 awaiting task was cancelled counts until its thread returns). It is only touched on the
 loop's thread; an auto-advancing clock does not jump while it is above 0.
+
+A call that blocks past its attempt's deadline holds its thread; the engine `abandon`s that
+thread (it no longer counts against the limit, a new one takes the queued calls, and it ends
+once its call returns), so other flows keep running. A call runs a chain of steps when each
+step's commit leases the next one here (dexcli.engine.sync_attempt): `waiting` tells it
+whether other calls wait for a thread meanwhile.
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ def on_handler_thread() -> bool:
     return getattr(_local, "handler", False)
 
 
+Worker = int  # a handler thread, as the pool knows it: its thread id
+
+
+def current_worker() -> Worker | None:
+    """The handler thread this code runs on (None elsewhere)."""
+    return threading.get_ident() if on_handler_thread() else None
+
+
 class StepThreads:
     def __init__(self, loop: asyncio.AbstractEventLoop, max_threads: int, name: str = "dex-step") -> None:
         self._loop = loop
@@ -48,6 +62,7 @@ class StepThreads:
         self._threads = 0
         self._done: list[tuple[_Target, bool, Any]] = []
         self._closed = False
+        self._abandoned: set[Worker] = set()  # stuck threads no longer counted: they end after their call
         self.busy = 0
 
     def submit(self, fn: Callable[..., Any], args: tuple[Any, ...], ctx: contextvars.Context) -> asyncio.Future[Any]:
@@ -71,11 +86,34 @@ class StepThreads:
             self._threads += 1
         park = threading.Lock()
         park.acquire()
+        self._spawn(park)
+
+    def _spawn(self, park: threading.Lock) -> None:
         threading.Thread(target=self._work, args=(park,), name=f"{self._name}-{self._threads}",
                          daemon=True).start()
 
+    def waiting(self) -> bool:
+        """Whether calls wait for a thread (the pool is busy with other work)."""
+        return bool(self._calls)
+
+    def abandon(self, worker: Worker) -> None:
+        """`worker`'s call is stuck (its attempt timed out): it stops counting against the
+        limit, a new thread takes the queued calls, and it ends when its call returns."""
+        with self._lock:
+            if worker in self._abandoned or self._closed:
+                return
+            self._abandoned.add(worker)
+            self._threads -= 1
+            if not self._calls or self._idle or self._threads >= self._max:
+                return
+            self._threads += 1
+        park = threading.Lock()
+        park.acquire()
+        self._spawn(park)
+
     def _work(self, park: threading.Lock) -> None:
         _local.handler = True
+        worker = threading.get_ident()
         calls = self._calls
         while True:
             try:
@@ -96,6 +134,10 @@ class StepThreads:
                 result = (then, False, exc)
             self._post(result)
             del fn, args, ctx, then, result  # a parked thread keeps nothing of its last call alive
+            if worker in self._abandoned:  # replaced while its call was stuck
+                with self._lock:
+                    self._abandoned.discard(worker)
+                return
 
     def _post(self, result: tuple[_Target, bool, Any]) -> None:
         with self._lock:

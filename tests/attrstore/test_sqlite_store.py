@@ -85,12 +85,10 @@ def test_a_value_the_column_cannot_take_is_skipped_with_its_reason_and_the_rest_
 
 def test_a_store_that_fails_is_retried_with_backoff_until_it_takes_the_write(env: DexTestEnv, tmp_path: Path) -> None:
     a = sqlite_store(tmp_path / "a.db")
-    env.engine.use_attribute_stores(config(a=a))
+    sync = env.engine.use_attribute_stores(config(a=a))
     import sqlite3
     blocker = sqlite3.connect(a, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # the store is locked: the upsert fails (after its busy timeout)
-    sync = env.engine.attribute_sync
-    assert sync is not None
     sync.targets["a"].conn.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
     env.run(ProfileFlow(), {"email": "late@example.com"}, "f")
     pending = projections(env.store, "f")

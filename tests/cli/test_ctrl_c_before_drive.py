@@ -51,8 +51,8 @@ def after(cls, name):
 point = sys.argv.pop(1)
 {"view": lambda: before(driver.View, "start"),          # the drive's setup, after the start
  "drive": lambda: before(Engine, "_run"),              # its loop runs; the held attempt not started
- "started": lambda: after(Engine, "start_attempt"),     # started, but its first step not run yet
- "begun": lambda: after(Engine, "attempt_started"),     # it began (attemptStarted): truly interrupted
+ "started": lambda: after(Engine, "_start_attempt"),     # started, but its first step not run yet
+ "begun": lambda: after(Engine, "_attempt_started"),     # it began (attemptStarted): truly interrupted
  }[point]()
 from dexcli.cli.main import main
 main()

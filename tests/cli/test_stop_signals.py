@@ -84,7 +84,7 @@ def test_sigterm_right_after_a_workers_first_claim_releases_every_attempt(tmp_pa
         for i in range(20):
             FakeJobService(StoreHost(store, engine.clock)).configure_job(f"p{i}", duration_seconds=60)
             engine.start_flow(PollingFlow(), f"p{i}", None, flow_ref="name:polling")
-    res = signalled_at(db, "dexcli.engine.core:Engine.claim", "SIGTERM", "worker")
+    res = signalled_at(db, "dexcli.engine.core:Engine._claim", "SIGTERM", "worker")
     assert res.returncode == EXIT_TERMINATED, (res.stdout, res.stderr)
     assert res.stdout.splitlines()[-1] == (
         "worker stopped (SIGTERM); 0 flow(s) finished; 20 running attempt(s) ended INTERRUPTED "

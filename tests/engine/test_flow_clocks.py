@@ -74,10 +74,10 @@ def test_a_skip_of_one_flow_does_not_time_out_a_flow_another_engine_drives(store
     assert flow_b.start_time == VIRTUAL_EPOCH  # the start is real time; the rest is B's own
 
     c = _engine(store, real, skip=False, owner="c")  # any third process looking at flow A
-    c.reap(c.clock.real(), ["A"])
+    c._reap(c.clock.real(), ["A"])
     assert _step(store, "A").status is StepState.RUNNING and _step(store, "A").lease_owner == ELSEWHERE
     real.t += 61  # A's own 60 s heartbeat timeout, in real time, still counts
-    c.reap(c.clock.real(), ["A"])
+    c._reap(c.clock.real(), ["A"])
     assert [x.outcome for x in store.attempts_of("A")] == [AttemptOutcome.LOST]
 
 

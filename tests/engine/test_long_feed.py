@@ -83,4 +83,4 @@ def test_a_long_feed_keeps_no_entry_per_flow_it_closed(feed: Feed) -> None:
     """The engine's per-flow clock offsets are of flows it still drives, not of every flow it
     ever claimed (each entry a flow id and a float, kept for good)."""
     feed(N)
-    assert len(feed.engine.offsets) <= BATCH, len(feed.engine.offsets)
+    assert len(feed.engine._offsets) <= BATCH, len(feed.engine._offsets)

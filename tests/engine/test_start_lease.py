@@ -7,6 +7,7 @@ owner's. In virtual time; the real-process crash is in tests/crash/test_start_le
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -147,16 +148,18 @@ def test_an_attempt_stopped_before_its_first_step_is_given_back_not_interrupted(
     """Ctrl-C lands after the run started the held attempt (a task, or a sync handler's
     callback) but before the attempt began: it is given back, not recorded INTERRUPTED."""
     env.engine.start_flow(flow, "f", 1, lease=True)
-    started = env.engine.start_attempt
+    scheduler = env.engine._scheduler
+    hooks = scheduler.h
+    started = hooks.start_attempt
 
     def start_then_ctrl_c(leased: Any, now: float) -> None:
         started(leased, now)
         raise KeyboardInterrupt
 
-    env.engine.start_attempt = start_then_ctrl_c  # type: ignore[method-assign]
+    scheduler.h = dataclasses.replace(hooks, start_attempt=start_then_ctrl_c)  # how the run starts the held one
     with pytest.raises(KeyboardInterrupt):
         env.engine.drive(["f"], until_idle=True)
-    del env.engine.start_attempt
+    scheduler.h = hooks
     assert env.engine.release() == 0
     first = env.store.steps_of("f")[0]
     assert (first.status, first.attempt) == (StepState.QUEUED, 0) and env.store.attempts_of("f") == []

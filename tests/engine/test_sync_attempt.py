@@ -48,13 +48,21 @@ class HeldFlow(Flow[int]):
         return StepList.start_step(self.step)
 
 
+class Blocker(Held):
+    pass
+
+
+class BlockerFlow(HeldFlow):
+    pass
+
+
 def callback_driven(env: DexTestEnv) -> dict[str, Any]:
     """Record the loop; fail the test if an attempt gets a task (this path would be untested)."""
     seen: dict[str, Any] = {}
 
     def started(ev: Event) -> None:
         if ev.type == "attemptStarted":
-            run = env.engine.runs[(ev.flow_id, ev.data["stepExecutionId"])]
+            run = env.engine._runs[(ev.flow_id, ev.data["stepExecutionId"])]
             assert isinstance(run.driver, SyncAttempt)
             seen["loop"] = asyncio.get_running_loop()
 
@@ -97,7 +105,7 @@ def test_a_timeout_while_the_handler_is_in_its_thread_is_committed_at_once(monke
         assert result.single_output(int) == 12  # attempt 1's late result was ignored
         assert outcomes(env, "f") == ["TIMED_OUT", "COMPLETED"]
         assert applied == ["Held-1"]  # attempt 2's decision only
-        assert not env.engine.runs
+        assert not env.engine._runs
 
 
 def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,31 +124,47 @@ def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPa
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
         assert applied == []
         assert not any(e["type"] == "stepCompleted" for e in env.events)
-        assert not env.engine.runs and env.engine.release() == 0
+        assert not env.engine._runs and env.engine.release() == 0
 
 
 class StopBeforeCommit(Faults):
-    """At before-commit (the decision judged, its unit not yet submitted) the flow is stopped
-    in the same loop pass, before the group commit flushes."""
+    """At before-commit (the decision judged, not yet committed) the flow is stopped: on the
+    loop in the same loop pass, before the group commit flushes; on the handler thread that
+    commits it itself (run to completion), committed before that thread's commit begins."""
 
     engine: Any = None
 
     def hit(self, point: str, step_type: str, count: int = 1, where: Callable[[], str] | str = "") -> None:
         if point == "before-commit":
-            asyncio.get_running_loop().call_soon(self.engine.change, StopFlow("f"))
+            if asyncio._get_running_loop() is not None:
+                asyncio.get_running_loop().call_soon(self.engine.change, StopFlow("f"))
+            else:
+                self.engine.change(StopFlow("f"))  # handed to the loop; returns once committed
 
 
-def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("busy", [False, True], ids=["its-thread-commits", "the-loop-commits"])
+def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest.MonkeyPatch, busy: bool) -> None:
     applied = no_completion(monkeypatch)
     faults = StopBeforeCommit()
     with DexTestEnv(faults=faults) as env:
         faults.engine = env.engine
         callback_driven(env)
-        env.run(HeldFlow(Held(opts(attempts=1), hold=())), 1, "f")
+        other = Blocker(opts(attempts=1), hold=(1,))
+        if busy:  # another handler holds a thread: the loop's group commit takes the outcome
+            env.start(BlockerFlow(other), 1, "g")
+            other.on_call = lambda attempt: env.start(HeldFlow(Held(opts(attempts=1), hold=())), 1, "f")
+            env.drive(["g"], until=lambda: (f := env.engine.store.get_flow("f")) is not None and not f.is_running)
+        else:
+            env.run(HeldFlow(Held(opts(attempts=1), hold=())), 1, "f")
+        other.release.set()
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
-        assert applied == []  # its unit was skipped, not applied and fenced
-        assert not any(e["type"] == "stepCompleted" for e in env.events)
-        assert not env.engine.runs and env.engine.release() == 0
+        if busy:
+            assert applied == []  # its unit was skipped, not applied and fenced
+        else:  # its thread's commit was refused by the fence: nothing of it was written
+            assert not any(e["type"] == "StepExecuteCompleted" for e in env.inspect("f")["history"])
+        assert not any(e["type"] == "stepCompleted" and e["flowId"] == "f" for e in env.events)
+        env.drive(["g"])
+        assert not env.engine._runs and env.engine.release() == 0
 
 
 def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -> None:
@@ -152,12 +176,12 @@ def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -
         def on_call(attempt: int) -> None:
             if attempt == 1:  # a worker's stop request (or SIGTERM, a closed output) meanwhile
                 stopping.set()
-                seen["loop"].call_soon_threadsafe(env.engine.wake)
+                seen["loop"].call_soon_threadsafe(env.engine._wake)
 
         step.on_call = on_call
         env.start(HeldFlow(step), 10, "f")
         env.drive(["f"], until=stopping.is_set)
-        assert not env.engine.runs
+        assert not env.engine._runs
         assert env.engine.release() == 0  # the drive released it as it ended
         step.release.set()
         assert outcomes(env, "f") == ["INTERRUPTED"]
