@@ -377,8 +377,8 @@ class SyncAttempt:
         """After its commit: the next attempt, when this commit leased exactly one next step,
         of the same kind, and nothing else follows it; reported here as the loop would."""
         c = executed.completed
-        if (c.closed is not None or executed.canceled or executed.woken or len(c.leased) != 1 or c.created != 1
-                or self.hooks.halting()):
+        if (c.closed is not None or c.continued is not None or executed.canceled or executed.woken
+                or len(c.leased) != 1 or c.created != 1 or self.hooks.halting()):  # the loop reports those
             return None
         hooks, run = self.hooks, self.run
         if hooks.events.listeners:
