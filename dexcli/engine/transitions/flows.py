@@ -15,8 +15,7 @@ the previous run is kept under `<flow_id>$<run_id>` (dexcli.store.tx_runs).
 
 from __future__ import annotations
 
-import json
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +66,7 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     taken flow id is refused before anything is written (or answered with the existing run for
     the same request id under ignore_already_started), unless the id reuse policy lets a new run
     replace the old one (`allows`, `make_room`)."""
-    run_id, request_id, s = str(uuid.uuid4()), req.request_id or str(uuid.uuid4()), req.settings
+    run_id, request_id, s = new_uuid(), req.request_id or new_uuid(), req.settings
     input_json = req.start.input_json if req.start is not None else "null"
     args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, input_json, request_id, now)
     previous = None
@@ -95,6 +94,18 @@ def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> St
     got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
         tx, step, run_id, req.start.spec, req.definition, s.flow_config)
     return Started(run_id, True, got, previous.terminated if previous else None)
+
+
+def new_uuid() -> str:
+    """A random (version 4) UUID's text, as `str(uuid.uuid4())` gives it, without building the
+    UUID object (a third of the cost; each start makes two)."""
+    n = int.from_bytes(os.urandom(16), "big") & _UUID4_CLEAR | _UUID4_SET
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))  # the version and variant bits...
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)  # ...set to version 4, RFC 4122 variant
 
 
 def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
@@ -126,8 +137,9 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
     if completions is None:
         flow = tx.get_flow(flow_id)
         completions = flow.completions if flow else "[]"
-    tx.add_event(flow_id, now, "FlowClosed", {"flowStatus": closed.status.value, "errorType": closed.error_type,
-                                              "errorMessage": closed.message, "results": json.loads(completions)})
+    tx.add_event(flow_id, now, "FlowClosed", json_object(
+        {"flowStatus": closed.status.value, "errorType": closed.error_type, "errorMessage": closed.message},
+        ("results", completions)))  # the stored JSON list as it is (checked as its row was read), not decoded again
     report_to_parent(tx, flow_id, now)  # a SubFlow's end: its parent's wait re-evaluates
     return True
 
