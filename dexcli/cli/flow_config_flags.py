@@ -139,6 +139,6 @@ def config_rows(stored: dict[str, Any]) -> list[tuple[str, str, bool]]:
             text = f"{raw}" if raw else "0 (1 MiB)"
         else:
             names = (raw or {}).get("names", []) if is_set else None
-            text = ",".join(names) if names else ("none" if is_set else "unset (dex.toml's default store)")
+            text = ",".join(names) if names else ("none" if is_set else "dex.toml's default store")
         rows.append((kebab(field), text, is_set))
     return rows
