@@ -50,8 +50,9 @@ def config(
         flow = flow_or_not_found(store, flow_id)
         if fields is not None:
             _running(store, flow, "only a running flow's config can change")
-            _changed(store, flow_id, lambda: build_engine(store, time_skip=False).change(
-                UpdateFlowConfig(flow_id, fields)))
+            # with dex.toml's Attribute Stores: the engine refuses a name it does not define
+            engine = build_engine(store, time_skip=False, attribute_stores=True)
+            _changed(store, flow_id, lambda: engine.change(UpdateFlowConfig(flow_id, fields)))
             after = flow_or_not_found(store, flow_id)
         else:
             after = flow

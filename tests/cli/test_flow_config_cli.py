@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.attrstore.stores import sqlite_store
 from tests.cli.cli_helpers import Cli, assert_error
 
 ALL_SET = ("--config", "step-durability=async", "--config", "continue-as-new-threshold=100",
@@ -16,6 +17,16 @@ ALL_SET = ("--config", "step-durability=async", "--config", "continue-as-new-thr
 STORED_ALL = {"stepDurability": "STEP_DURABILITY_ASYNC", "continueAsNewThreshold": 100,
               "activeStepSearchMode": "ACTIVE_STEP_SEARCH_MODE_ENABLED_FOR_ALL",
               "attributeStoreNames": {"names": ["a", "b"]}}
+
+
+@pytest.fixture(autouse=True)
+def attribute_stores(cli: Cli) -> None:
+    """A dex.toml with the Attribute Stores a and b, which attribute-store-names may name."""
+    toml = ['[attribute_store]', 'default = "a"']
+    for name in ("a", "b"):
+        sqlite_store(cli.cwd / f"{name}.db")
+        toml += [f"[attribute_store.stores.{name}]", f'path = "{name}.db"', 'table_name = "profiles"']
+    (cli.cwd / "dex.toml").write_text("\n".join(toml) + "\n")
 
 
 def _config(cli: Cli, flow_id: str) -> dict[str, Any]:
@@ -136,6 +147,17 @@ def test_a_bad_config_pair_is_one_line_and_exit_2_and_nothing_starts(cli: Cli, p
     after = cli.json("inspect", "p", "--json")
     assert after["state"]["flowConfig"] == before["state"]["flowConfig"] == {"stepDurability": "STEP_DURABILITY_ASYNC"}
     assert after["history"] == before["history"]  # no FlowConfigUpdated
+
+
+def test_an_attribute_store_dex_toml_does_not_define_is_refused_and_nothing_changes(cli: Cli) -> None:
+    assert_error(cli("start", "polling", "--flow-id", "x", "--config", "attribute-store-names=a,zzz"), 2,
+                 "unknown Attribute Store 'zzz'")
+    assert cli("inspect", "x").exit_code == 3
+    cli.ok("start", "polling", "--flow-id", "p", "--config", "attribute-store-names=b")
+    before = cli.json("inspect", "p", "--json")["history"]
+    assert_error(cli("config", "p", "--set", "attribute-store-names=zzz"), 2, "unknown Attribute Store 'zzz'")
+    assert cli.json("inspect", "p", "--json")["history"] == before
+    assert _config(cli, "p")["attributeStoreNames"] == {"names": ["b"]}
 
 
 def test_a_key_given_twice_is_refused(cli: Cli) -> None:
