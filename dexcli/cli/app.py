@@ -1,8 +1,8 @@
 """The `dex` Typer app and what every command shares: the database, consoles, the error handler.
 
 Commands live in run_cmds (run, resume, worker, watch, stop), wait_cmds (rpc, skip-timer),
-read_cmds (inspect, list, flows, doctor), admin_cmds (init, time), time_travel_cmds (time-travel)
-and graph_cmds; main.py registers them in the order
+read_cmds (inspect, list, flows, doctor), admin_cmds (init, time), time_travel_cmds (time-travel),
+config_cmds (config, continue-as-new) and graph_cmds; main.py registers them in the order
 `dex --help` lists them. Flow plugins (dexcli.plugins) add options to `dex run` and commands
 of their own: DexGroup asks for them only when a command needs them (plugin_cmds), so
 `dex list` or `dex inspect` never look for plugins.

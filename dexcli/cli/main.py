@@ -25,6 +25,7 @@ def _register() -> typer.Typer:
     from dexcli.cli import (
         admin_cmds,
         attribute_wait_cmds,
+        config_cmds,
         read_cmds,
         run_cmds,
         start_cmds,
@@ -45,6 +46,8 @@ def _register() -> typer.Typer:
     app.command()(top_cmds.top)
     app.command()(read_cmds.flows)
     app.command()(stop_cmds.stop)
+    app.command()(config_cmds.config)
+    app.command("continue-as-new")(config_cmds.continue_as_new)
     app.command()(wait_cmds.rpc)
     app.command("skip-timer")(wait_cmds.skip_timer)
     app.command("time-travel")(time_travel_cmds.time_travel)

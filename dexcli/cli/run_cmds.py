@@ -16,6 +16,7 @@ import typer
 from dexcli.cli.app import err_console, open_store, out_console, store_now, view_mode
 from dexcli.cli.completion import complete_flow_id, complete_flow_name, complete_running_flow_id
 from dexcli.cli.errors import ConflictError, UsageError
+from dexcli.cli.flow_config_flags import CONFIG_OPTION
 from dexcli.cli.shared import flow_or_not_found
 from dexcli.cli.shown import shown_data
 from dexcli.cli.start_options import (
@@ -75,6 +76,7 @@ def run(
     id_reuse_policy: str | None = ID_REUSE_OPTION,
     request_id: str | None = REQUEST_ID_OPTION,
     attribute: list[str] | None = ATTRIBUTE_OPTION,
+    config: list[str] | None = CONFIG_OPTION,
 ) -> None:
     """Start a flow and drive it to its end here, showing it live.
 
@@ -82,12 +84,14 @@ def run(
     allow_async_handlers=True); the official SDK's own Registry refuses them by default."""
     from dexcli.cli.config import parse_duration
     from dexcli.cli.driver import build_engine, drive_flow
+    from dexcli.cli.flow_config_flags import with_config
     from dexcli.cli.inputs import read_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import hints_for, run_option_values
     from dexcli.cli.start_options import start_options
 
     options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
+    options = with_config(options, config)
     flow_obj, ref = load_flow(flow, file)
     start_input = read_input(input)
     faults = parse_faults(crash_at, stall, fail)

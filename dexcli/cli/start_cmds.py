@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperCommand
 
 from dexcli.cli.app import open_store
+from dexcli.cli.flow_config_flags import CONFIG_OPTION
 from dexcli.cli.start_options import (
     ATTRIBUTE_OPTION,
     FILE_OPTION,
@@ -54,12 +55,14 @@ def start(
     id_reuse_policy: str | None = ID_REUSE_OPTION,
     request_id: str | None = REQUEST_ID_OPTION,
     attribute: list[str] | None = ATTRIBUTE_OPTION,
+    config: list[str] | None = CONFIG_OPTION,
 ) -> None:
     """Start a flow without driving it and print its id; `dex worker` (or `dex resume ID`) runs it.
 
     Nothing of the flow runs in this process: its first step waits, queued, for a process that
     drives the database's flows."""
     from dexcli.cli.driver import build_engine
+    from dexcli.cli.flow_config_flags import with_config
     from dexcli.cli.inputs import read_input
     from dexcli.cli.loader import load_flow
     from dexcli.cli.plugin_cmds import run_option_values
@@ -75,6 +78,7 @@ def start(
     from dexcli.engine.views import flow_summary
 
     options = start_options(timeout, timeout_policy, start_delay, id_reuse_policy, request_id)
+    options = with_config(options, config)
     flow_obj, ref = load_flow(flow, file)
     start_input = read_input(input)
     given = run_option_values(ctx)

@@ -78,12 +78,12 @@ def _offered(db: Path, command: str, incomplete: str) -> list[str]:
     return [item.value for item in arg.shell_complete(ctx, incomplete)]
 
 
-@pytest.mark.parametrize("command", ["inspect", "watch", "rpc", "wait"])
+@pytest.mark.parametrize("command", ["inspect", "watch", "rpc", "wait", "config"])
 def test_commands_on_any_flow_complete_recent_flows(flows: Path, command: str) -> None:
     assert _offered(flows, command, "o") == ["o3", "o2", "o1"]
 
 
-@pytest.mark.parametrize("command", ["resume", "stop", "skip-timer", "complete-job"])
+@pytest.mark.parametrize("command", ["resume", "stop", "skip-timer", "complete-job", "continue-as-new"])
 def test_commands_on_a_running_flow_complete_running_flows(flows: Path, command: str) -> None:
     assert _offered(flows, command, "") == ["p1", "o3", "o1"]
 

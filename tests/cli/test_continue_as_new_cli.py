@@ -1,7 +1,8 @@
 """What the command line shows of FlowConfig and continue-as-new: `dex inspect` (text and
 --json) names the chain of runs and each run reads by its id, `dex list --status
 continued_as_new` lists the earlier runs, `dex wait` follows the flow id across runs, `dex
-doctor` is clean. The flows are made with a Client (there is no CLI flag for a FlowConfig)."""
+doctor` is clean. The flows are made with a Client here; the CLI's own --config, `dex config` and
+`dex continue-as-new` are test_flow_config_cli.py's."""
 
 from __future__ import annotations
 
