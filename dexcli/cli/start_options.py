@@ -105,8 +105,9 @@ def options_text(summary: dict[str, Any]) -> Text | None:
     if retry and retry.get("retryPolicy"):
         p = retry["retryPolicy"]
         most = p["maximumAttempts"] or "unlimited"
-        parts.append(f"flow retry attempt {retry['attempt']} of {most} (backoff {p['initialInterval']} "
-                     f"×{p['backoffCoefficient']:g} up to {p['maximumInterval']})")
+        backoff = f"{format_duration(p['initialInterval'])} ×{p['backoffCoefficient']:g}"
+        parts.append(f"flow retry attempt {retry['attempt']} of {most} (backoff {backoff} "
+                     f"up to {format_duration(p['maximumInterval'])})")
     return Text(" Options: " + " · ".join(parts), style="dim") if parts else None
 
 

@@ -151,7 +151,7 @@ def test_flow_primitive_example_options_start_the_flow_with_its_flow_retry_polic
         assert env.client.start_flow(ExampleFlow(), "order-123", 1, options) == first  # the same request
         summary = env.inspect("order-123")["summary"]
         assert summary["flowRetry"] == {"attempt": 1, "firstRunId": first, "retryPolicy": {
-            "initialInterval": "0:01:00", "backoffCoefficient": 2, "maximumInterval": "0:10:00",
+            "initialInterval": 60, "backoffCoefficient": 2, "maximumInterval": 600,
             "maximumAttempts": 3}}
         assert env.inspect("order-123")["state"]["attributes"] == {"status": "queued"}
         assert env.client.wait_for_flow("order-123").single_output(int) == 3

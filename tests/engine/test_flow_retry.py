@@ -89,8 +89,8 @@ def test_two_failures_then_success_makes_three_runs_and_completes(env: DexTestEn
     assert runs[2]["previousRunId"] == runs[1]["runId"] == snap["summary"]["flowRetry"]["previousRunId"]
     retry = snap["summary"]["flowRetry"]
     assert retry["attempt"] == 3 and retry["firstRunId"] == first
-    assert retry["retryPolicy"] == {"initialInterval": "0:00:10", "backoffCoefficient": 2.0,
-                                    "maximumInterval": "0:01:40", "maximumAttempts": 3}
+    assert retry["retryPolicy"] == {"initialInterval": 10, "backoffCoefficient": 2.0, "maximumInterval": 100,
+                                    "maximumAttempts": 3}
     started = snap["history"][0]
     assert started["type"] == "FlowStarted" and started["retryOfRunId"] == runs[1]["runId"]
     assert (started["attempt"], started["backoffSeconds"]) == (3, 20.0)
@@ -116,6 +116,18 @@ def test_exhausted_attempts_leave_the_last_failure_standing(env: DexTestEnv) -> 
     assert "retriedToRunId" not in snap["history"][-1]
 
 
+def test_a_time_travel_keeps_the_retry_policy_and_counts_attempts_anew(env: DexTestEnv) -> None:
+    from dexcli.flow_options import TimeTravelOptions, TimeTravelType
+
+    env.client.start_flow(FlakyFlow(), "f", 4, StartFlowOptions(retry_policy=policy(2)))
+    assert env.client.wait_for_flow("f").status is FlowStatus.FAILED  # runs 1 and 2 failed
+    env.client.time_travel("f", TimeTravelOptions(TimeTravelType.BEGINNING))
+    assert env.inspect("f")["summary"]["flowRetry"]["attempt"] == 1
+    result = env.client.wait_for_flow("f")  # run 3 fails, its retry (run 4) completes
+    assert result.status is FlowStatus.COMPLETED and result.single_output(int) == 40
+    assert [r["via"] for r in env.inspect("f")["runs"]] == [None, "flowRetry", "timeTravel", "flowRetry"]
+
+
 def test_backoff_grows_by_the_coefficient_and_is_capped(env: DexTestEnv) -> None:
     env.client.start_flow(FlakyFlow(), "f", 5, StartFlowOptions(retry_policy=policy(0, 10, 3.0, 50)))
     assert env.client.wait_for_flow("f").single_output(int) == 50
@@ -127,7 +139,7 @@ def test_defaults_are_the_servers(env: DexTestEnv) -> None:
     env.client.start_flow(FlakyFlow(), "f", 3, StartFlowOptions(retry_policy=RetryPolicy(maximum_attempts=3)))
     assert env.client.wait_for_flow("f").status is FlowStatus.COMPLETED
     assert [round(t - T0) for t in SEEN["times"]] == [0, 1, 3]  # 1 s, then x2
-    assert env.inspect("f")["summary"]["flowRetry"]["retryPolicy"]["maximumInterval"] == "0:01:40"
+    assert env.inspect("f")["summary"]["flowRetry"]["retryPolicy"]["maximumInterval"] == 100
 
 
 def test_the_retry_run_gets_the_same_input_and_initial_attributes(env: DexTestEnv) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from dexcli.engine.attributes import AttributeWrite, apply_writes
@@ -189,11 +188,7 @@ def describe(flow: FlowRecord) -> dict[str, Any] | None:
     policy = json.loads(flow.retry_policy) if flow.retry_policy else None
     out: dict[str, Any] = {"attempt": attempt_of(flow), "firstRunId": first_run_of(flow)}
     if policy is not None:
-        out["retryPolicy"] = {
-            "initialInterval": str(timedelta(seconds=policy["initialInterval"])),
-            "backoffCoefficient": policy["backoffCoefficient"],
-            "maximumInterval": str(timedelta(seconds=policy["maximumInterval"])),
-            "maximumAttempts": policy["maximumAttempts"]}
+        out["retryPolicy"] = policy  # seconds, as `timeout` and `startDelay` are
     if flow.retry:
         out["previousRunId"] = json.loads(flow.retry)["previousRunId"]
     if flow.status is FlowState.FAILED and policy is not None:
