@@ -68,7 +68,8 @@ def test_what_the_official_client_cannot_send_dex_refuses() -> None:
         with pytest.raises(ValueError):
             dex.Client._map_flow_retry(dex.RetryPolicy(initial_interval=timedelta(seconds=seconds)))
         with pytest.raises(ValueError):
-            policy_json(sdk_module("dexcli").RetryPolicy(initial_interval=timedelta(seconds=seconds)), "StartFlowOptions")
+            policy_json(sdk_module("dexcli").RetryPolicy(initial_interval=timedelta(seconds=seconds)),
+                        "StartFlowOptions")
 
 
 def test_total_duration_which_the_official_client_drops_dex_refuses() -> None:
