@@ -105,7 +105,7 @@ def options_text(summary: dict[str, Any]) -> Text | None:
     if retry and retry.get("retryPolicy"):
         p = retry["retryPolicy"]
         most = p["maximumAttempts"] or "unlimited"
-        backoff = f"{format_duration(p['initialInterval'])} ×{p['backoffCoefficient']:g}"
+        backoff = f"{format_duration(p['initialInterval'])} x{p['backoffCoefficient']:g}"
         parts.append(f"flow retry attempt {retry['attempt']} of {most} (backoff {backoff} "
                      f"up to {format_duration(p['maximumInterval'])})")
     return Text(" Options: " + " · ".join(parts), style="dim") if parts else None

@@ -23,8 +23,8 @@ from datetime import timedelta
 
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_config import start_config
+from dexcli.engine.retry_policy import policy_json
 from dexcli.engine.timeout_step import has_timeout_handler, timeout_handler_spec
-from dexcli.engine.transitions import flow_retry
 from dexcli.sdk.errors import NotSupportedYetError
 from dexcli.sdk.options import ResolvedOptions, StepOptions, fits_seconds32
 from dexcli.sdk.registry import FlowDefinition
@@ -70,7 +70,7 @@ def start_settings(options: StartFlowOptions, definition: FlowDefinition, defini
         handler_json = _handler_options(options.timeout_handler_options, definition, definitions).to_json()
     return StartSettings(timeout or None, policy, handler_json, delay or None, options.id_reuse_policy.name,
                          start_config(options.config_override),
-                         flow_retry.policy_json(options.retry_policy, "StartFlowOptions"))
+                         policy_json(options.retry_policy, "StartFlowOptions"))
 
 
 def _handler_options(o: FlowTimeoutHandlerOptions, definition: FlowDefinition, definitions: Definitions

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dexcli.engine import retry_policy
 from dexcli.engine.attribute_projections import projections
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
-from dexcli.engine.transitions import flow_retry
 from dexcli.engine.wait_kinds import SUBFLOW, TIMER
 from dexcli.sdk.errors import FlowNotFoundError
 from dexcli.store import (
@@ -83,7 +83,7 @@ def start_options(flow: FlowRecord) -> dict[str, Any]:
         out["idReusePolicy"] = flow.id_reuse_policy
     if flow.request_id:
         out["requestId"] = flow.request_id
-    retry = flow_retry.describe(flow)
+    retry = retry_policy.describe(flow)
     if retry is not None:
         out["flowRetry"] = retry  # its retry policy, which run of its retries it is (transitions/flow_retry)
     return out

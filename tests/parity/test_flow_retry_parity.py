@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from dexcli.engine.transitions.flow_retry import policy_json
+from dexcli.engine.retry_policy import policy_json
 from tests.parity.parity_kit import official, sdk_module
 
 

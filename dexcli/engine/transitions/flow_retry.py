@@ -30,57 +30,12 @@ from typing import Any
 
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
+from dexcli.engine.retry_policy import EXHAUSTED, IN_PROGRESS, attempt_of, delay_after, first_run_of
 from dexcli.engine.transitions.steps import START_SOURCE
-from dexcli.sdk.options import (
-    DEFAULT_BACKOFF_COEFFICIENT,
-    DEFAULT_INITIAL_INTERVAL,
-    DEFAULT_MAXIMUM_INTERVAL,
-    ResolvedOptions,
-    RetryPolicy,
-    backoff_delay,
-    retry_problems,
-)
-from dexcli.store import ARCHIVE_SEPARATOR, FlowRecord, FlowState, Method, StartSettings, StepRecord, StepState, Tx
+from dexcli.sdk.options import ResolvedOptions
+from dexcli.store import ARCHIVE_SEPARATOR, FlowRecord, Method, StartSettings, StepRecord, StepState, Tx
 
-IN_PROGRESS, EXHAUSTED = "IN_PROGRESS", "MAXIMUM_ATTEMPTS_REACHED"
-
-
-def policy_json(policy: RetryPolicy | None, where: str) -> str | None:
-    """A start's flow retry policy with the server's defaults filled in, as stored (None: none).
-    What Dex would refuse, or not apply, is refused here (ValueError / TypeError)."""
-    if policy is None:
-        return None
-    if not isinstance(policy, RetryPolicy):
-        raise TypeError(f"{where}(retry_policy=...) takes a RetryPolicy, not {type(policy).__name__}")
-    if policy.total_duration is not None:
-        raise ValueError(f"{where}(retry_policy=...): a flow retry policy has no total_duration (Dex's "
-                         "FlowRetryPolicy has none; the official SDK drops it): bound it with maximum_attempts")
-    if policy.maximum_attempts < 0:
-        raise ValueError(f"{where}(retry_policy=...): maximum_attempts must not be negative")
-    problems = retry_problems(policy, f"{where}.retry_policy")
-    if problems:
-        raise ValueError(problems[0])
-    return json.dumps({
-        "initialInterval": (policy.initial_interval or DEFAULT_INITIAL_INTERVAL).total_seconds(),
-        "backoffCoefficient": policy.backoff_coefficient or DEFAULT_BACKOFF_COEFFICIENT,
-        "maximumInterval": (policy.maximum_interval or DEFAULT_MAXIMUM_INTERVAL).total_seconds(),
-        "maximumAttempts": policy.maximum_attempts})
-
-
-def attempt_of(flow: FlowRecord) -> int:
-    """Which run of its retries this is (1: the first)."""
-    return int(json.loads(flow.retry)["attempt"]) if flow.retry else 1
-
-
-def first_run_of(flow: FlowRecord) -> str:
-    """The run id of the first run of its retries (a SubFlow parent's Wait names that one)."""
-    return str(json.loads(flow.retry)["firstRunId"]) if flow.retry else flow.run_id
-
-
-def delay_after(policy: dict[str, Any], attempt: int) -> float:
-    """Seconds between run `attempt` failing and the next run beginning."""
-    return backoff_delay(float(policy["initialInterval"]), float(policy["backoffCoefficient"]),
-                         float(policy["maximumInterval"]), attempt)
+__all__ = ["EXHAUSTED", "IN_PROGRESS", "Plan", "attempt_of", "plan", "retry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,19 +134,3 @@ def _queue_start(tx: Tx, flow_id: str, s: StepRecord, due: float) -> None:
         total_deadline=due + first.total_duration, heartbeat_value=None, has_heartbeat_value=False,
         recovery_error=None, decision=None, end_time=None,
         method=Method.WAIT_FOR if s.wait_options is not None else Method.EXECUTE, wait_options=s.wait_options))
-
-
-def describe(flow: FlowRecord) -> dict[str, Any] | None:
-    """The run's retry policy and place among its retries, as inspect shows them (None: no policy)."""
-    if flow.retry_policy is None and flow.retry is None:
-        return None
-    policy = json.loads(flow.retry_policy) if flow.retry_policy else None
-    out: dict[str, Any] = {"attempt": attempt_of(flow), "firstRunId": first_run_of(flow)}
-    if policy is not None:
-        out["retryPolicy"] = policy  # seconds, as `timeout` and `startDelay` are
-    if flow.retry:
-        out["previousRunId"] = json.loads(flow.retry)["previousRunId"]
-    if flow.status is FlowState.FAILED and policy is not None:
-        limit = int(policy["maximumAttempts"])
-        out["retryState"] = EXHAUSTED if limit and attempt_of(flow) >= limit else IN_PROGRESS
-    return out
