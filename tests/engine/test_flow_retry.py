@@ -269,3 +269,14 @@ def test_an_indexed_initial_attribute_with_a_retry_policy_is_refused(env: DexTes
     with pytest.raises(NotSupportedYetError, match="label"):
         env.client.start_flow(Labeled(), "a", 1, StartFlowOptions(retry_policy=policy()).with_attribute(indexed, "x"))
     assert env.store.get_flow("a") is None
+
+
+def test_a_cancel_during_the_backoff_ends_the_retries(env: DexTestEnv) -> None:
+    env.client.start_flow(FlakyFlow(), "f", 9, StartFlowOptions(retry_policy=policy(5, initial=3600, maximum=7200)))
+    env.drive(["f"], until=lambda: len(SEEN.get("times", ())) == 1 and env.store.get_flow("f") is not None
+              and env.inspect("f")["summary"]["flowRetry"]["attempt"] == 2)
+    assert env.store.get_flow("f").is_running  # type: ignore[union-attr]  # run 2, its start step due in an hour
+    env.client.stop_flow("f", StopFlowOptions(StopType.CANCEL))
+    assert env.client.wait_for_flow("f").status is FlowStatus.CANCELED
+    assert len(SEEN["times"]) == 1  # run 2 never ran
+    assert [r["status"] for r in env.inspect("f")["runs"]] == ["FAILED", "CANCELED"]
