@@ -221,7 +221,8 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
         # A worker runs while a client starts the flows the way async code starts many:
         # concurrently, so the starts share one commit (and the worker leases them in it).
         worker = asyncio.ensure_future(engine.drive_async(
-            None, until_idle=False, until=lambda: engine._stats["flows_closed"] - closed0 >= n, poll=0.5, release=False))
+            None, until_idle=False, until=lambda: engine._stats["flows_closed"] - closed0 >= n, poll=0.5,
+            release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, fid, None) for fid in ids))
         marks["started"] = time.perf_counter()

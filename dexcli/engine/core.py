@@ -35,7 +35,7 @@ from typing import Any, overload
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
-from dexcli.engine.attribute_sync import AttributeStores, AttributeSync
+from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
 from dexcli.engine.batch import GroupCommit, Unit
 from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
 from dexcli.engine.clock import Clock
@@ -104,9 +104,9 @@ class Engine:
         self._outputs = OutputQueue(clock, self._commits, self.events, self._faults)
         self._attempt_host = AttemptHost(self._faults, self._now, self._outputs.of)
         # what each ended attempt commits, and what follows its commit
-        self._endings = Endings(EndingsHooks(self._faults, self._commits, self.events, self.definitions, self._scheduler,
-                                            self._stats, self._offsets, self._runs, self._now, self._start_attempt,
-                                            self._runs_of))
+        self._endings = Endings(EndingsHooks(self._faults, self._commits, self.events, self.definitions,
+                                             self._scheduler, self._stats, self._offsets, self._runs, self._now,
+                                             self._start_attempt, self._runs_of))
         self._deadlines: Watch | None = None  # attempts' watchdogs, on run()'s loop
         self._halting = False  # run()'s attempts are being stopped: no chain of sync steps goes on
         self._sync = SyncHooks(store, self._faults, self.events, self.definitions, self._commits, self._endings,
@@ -118,6 +118,7 @@ class Engine:
         self._unstarted: list[t.Leased] = []  # leased as run() was ending: given back, never begun
         self._drives = Drives()  # which loop runs this engine; where other threads' calls go
         self._attribute_sync: AttributeSync | None = None  # the Attribute Store's writer (use_attribute_stores)
+        self._attribute_stores = AttributeStores()  # the stores a FlowConfig may name (none until given)
         # set to a list to collect how long each heartbeat/Stream unit waited for its commit (bench)
 
     # ------------------------------------------------------------------ facade -----------
@@ -155,15 +156,28 @@ class Engine:
             self.store.on_attribute_sync(None)
             self._attribute_sync.close()
             self._attribute_sync = None
+        self._attribute_stores = config or AttributeStores()
         if config is None:
             return None
-        sync = AttributeSync(self.store, config, self.clock.real,
+        sync = AttributeSync(self.store, config, self.clock.real, names_of=self._store_names_of,
                              report=lambda line: log.warning("%s", line))
         sync.open()
         self._attribute_sync = sync
         self.store.on_attribute_sync(sync.kick)
         sync.kick()
         return sync
+
+    def _store_names_of(self, flow_id: str) -> list[str] | None:
+        """A flow's FlowConfig attribute_store_names (None: not set, dex.toml's default store)."""
+        flow = self.store.get_flow(flow_id)
+        return None if flow is None else flow.attribute_store_names
+
+    def _check_store_names(self, config: dict[str, Any]) -> None:
+        """Refuse a FlowConfig (a start's config_override, an update) that names an Attribute
+        Store this engine was not given: UnknownAttributeStoreError, before anything is written."""
+        names = config.get("attributeStoreNames")
+        if names is not None:
+            check_names(list(names.get("names", [])), self._attribute_stores)
 
     def _project(self) -> None:
         if self._attribute_sync is not None:
@@ -202,6 +216,8 @@ class Engine:
         def start() -> str:
             req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id,
                                 ignore_already_started, options)
+            if req.settings.flow_config:
+                self._check_store_names(json.loads(req.settings.flow_config))
             if setup is not None:
                 existing = self.store.get_flow(req.flow_id)
                 if existing is None or not t.answered(req, existing):  # (a refused start raises)
@@ -224,6 +240,8 @@ class Engine:
         transaction and starts at once."""
         req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
                             options)
+        if req.settings.flow_config:
+            self._check_store_names(json.loads(req.settings.flow_config))
         self._scheduler.adopt(req.flow_id)
         owner = self._owner if self._scheduler.drives(req.flow_id) else None
         started = await self._commits.submit(Unit(
@@ -735,6 +753,8 @@ class Engine:
     def _update_flow_config(self, flow_id: str, fields: dict[str, Any]) -> None:
         """Merge FlowConfig fields (dexcli.engine.flow_config, already checked) into a running
         flow's: the methods leased from now on, and the next threshold check, read it."""
+        self._check_store_names(fields)
+
         def update() -> None:
             with self.store.tx() as tx:
                 t.continuing.update_config(tx, flow_id, fields, self._fresh_now(flow_id))

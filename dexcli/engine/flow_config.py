@@ -19,8 +19,9 @@ What each field does in dex:
                                      paged read would have taken
     active_step_search_mode          which of the run's active steps the search key ActiveStepTypes
                                      sees (dexcli.store.query_sql): with a wait_for (default), all, none
-    attribute_store_names            kept on the run (FlowRecord.attribute_store_names), for the
-                                     Attribute Store's projections
+    attribute_store_names            the Attribute Stores the run's synced attributes project to
+                                     (engine/attribute_sync.py: route); a name dex.toml does not
+                                     define is refused at start and at update
     worker_target                    refused: every step runs in the process that drives its flow
 """
 

@@ -25,7 +25,7 @@ from dexcli.engine.transitions import Decision, Failure, NextStep
 from dexcli.engine.transitions.subflows import ChildStart
 from dexcli.engine.user_code import missing_api, user_stack
 from dexcli.engine.waits import persist
-from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
+from dexcli.sdk.codec import encode, encode_jsonable, from_jsonable, to_jsonable
 from dexcli.sdk.decisions import RetryAfter, StepDecision
 from dexcli.sdk.errors import (
     AttemptFencedError,
@@ -102,8 +102,8 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
     next_steps = [next_step(m, run.spec.step_type, definition, definitions) for m in movements]
     output = None
     if decision.has_output:
-        encode(decision.output)
         output = to_jsonable(decision.output)
+        encode_jsonable(output)  # it encodes (converted once: `encode` would convert it again)
     return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason,
                     cancels=_cancels(run, decision), empty_channels=_channel_names(run, decision))
 

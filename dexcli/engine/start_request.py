@@ -5,7 +5,7 @@ without a start step takes None and starts with no step."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 from dexcli.engine import transitions as t
@@ -23,7 +23,7 @@ from dexcli.sdk.results import StartFlowOptions
 def new_flow_id(flow_type: str) -> str:
     """The id a flow gets when none is given: `polling-3f9a1c` for PollingFlow."""
     base = flow_type.lower().removesuffix("flow") or "flow"
-    return f"{base}-{uuid.uuid4().hex[:6]}"
+    return f"{base}-{os.urandom(3).hex()}"  # six random hex digits, as uuid4().hex[:6] gave (without the UUID)
 
 
 class InvalidFlowIdError(ValueMappingError):
@@ -86,8 +86,8 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     if options is None:
         return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
     settings = start_settings(options, definition, definitions)
-    initial = initial_attributes(definition, options)
-    if settings.retry_policy is not None:
+    initial = initial_attributes(definition, options) if options.attribute_initializations else {}
+    if initial and settings.retry_policy is not None:
         special = [w.key for w in initial.values() if w.index is not None or w.sync or w.hard]
         if special:  # a retry run writes its start's initial values again without the flow's definition
             raise NotSupportedYetError(

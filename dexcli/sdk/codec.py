@@ -298,9 +298,35 @@ def to_jsonable(value: Any) -> Any:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps builds one per call
 
 
+def _encoder() -> Callable[[Any], str]:
+    """`_ENCODER.encode` without the C encoder it builds on every call: one, made once, with no
+    circular-reference check (what it encodes comes from `to_jsonable`, which builds new,
+    acyclic data)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the pure-Python encoder as it is
+        return _ENCODER.encode
+    iterencode = make(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(iterencode(value, 0))
+        except RecursionError:  # a circular value after all: the full encoder's own error for it
+            return _ENCODER.encode(value)
+
+    return encode
+
+
+_encode_jsonable = _encoder()
+
+
 def encode(value: Any) -> str:
     """JSON text of a value."""
-    return _ENCODER.encode(to_jsonable(value))
+    return _encode_jsonable(to_jsonable(value))
+
+
+def encode_jsonable(data: Any) -> str:
+    """JSON text of data `to_jsonable` already returned (`encode` without converting it again)."""
+    return _encode_jsonable(data)
 
 
 @lru_cache(maxsize=512)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, TypeVar
 
 from dexcli.store.errors import DamagedDatabaseError
@@ -62,6 +62,35 @@ class AttemptOutcome(enum.Enum):
     INTERRUPTED = "INTERRUPTED"  # its process stopped cleanly (Ctrl-C, SIGTERM, a closed pipe): not a failure
 
 
+_R = TypeVar("_R")
+
+
+def quick_init(cls: type[_R]) -> type[_R]:
+    """A frozen, slotted dataclass whose `__init__` sets each field through its slot directly.
+    The generated one calls `object.__setattr__(self, name, value)` per field (a frozen class's
+    only way in): ~6 µs for a StepRecord's 35 fields, made for every step created, read or
+    changed; the slots' own setters take half that. Same parameters, defaults and result; the
+    instances stay frozen (assignment still raises FrozenInstanceError)."""
+    params, setters, body = [], {}, []
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.default_factory is not MISSING:  # not needed by the records it serves
+            raise TypeError(f"{cls.__name__}.{f.name}: quick_init takes no default_factory")
+        setters[f"_set_{f.name}"] = getattr(cls, f.name).__set__  # the slot's member descriptor
+        params.append(f.name if f.default is MISSING else f"{f.name}=_default_{f.name}")
+        if f.default is not MISSING:
+            setters[f"_default_{f.name}"] = f.default
+        body.append(f"        _set_{f.name}(self, {f.name})")
+    src = (f"def make({', '.join(setters)}):\n    def __init__(self, {', '.join(params)}):\n"
+           + "\n".join(body) + "\n    return __init__\n")
+    scope: dict[str, Any] = {}
+    exec(src, scope)  # the source is built above from the class's own field names
+    init = scope["make"](**setters)
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FlowRecord:
     flow_id: str
@@ -113,6 +142,7 @@ class FlowRecord:
         return self.first_run_id or self.run_id
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StepRecord:
     flow_id: str

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dexcli.engine.attribute_sync import AttributeStores, projections
+from dexcli import FlowConfig, StartFlowOptions
+from dexcli.engine.attribute_sync import AttributeStores, UnknownAttributeStoreError, projections
 from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings
 from dexcli.testing import DexTestEnv
 from tests.attrstore.stores import Entity, ProfileFlow, config, rows, sqlite_store
@@ -56,17 +57,47 @@ def test_overwrites_and_deletes_project_the_latest_value_and_sql_null(env: DexTe
 def test_two_stores_each_get_every_projection(env: DexTestEnv, tmp_path: Path) -> None:
     a, b = sqlite_store(tmp_path / "a.db"), sqlite_store(tmp_path / "b.db")
     cfg = config(a=a, b=b)
-    sync = env.engine.use_attribute_stores(cfg)
-    sync.names_of = lambda _flow_id: ["a", "b"]  # a FlowConfig naming both (wired by FlowConfig)
-    env.run(ProfileFlow(), {"email": "x@example.com"}, "f")
+    env.engine.use_attribute_stores(cfg)
+    names_both = StartFlowOptions(config_override=FlowConfig(attribute_store_names=["a", "b"]))
+    env.client.start_flow(ProfileFlow(), "f", {"email": "x@example.com"}, names_both)
+    env.client.wait_for_flow("f")
     assert rows(a)["f"]["email"] == rows(b)["f"]["email"] == "x@example.com"
+    env.run(ProfileFlow(), {"email": "d@example.com"}, "g")  # no FlowConfig: the default store only
+    assert rows(a)["g"]["email"] == "d@example.com" and "g" not in rows(b)
+
+
+def test_a_flow_config_naming_only_the_second_store_projects_there(env: DexTestEnv, tmp_path: Path) -> None:
+    a, b = sqlite_store(tmp_path / "a.db"), sqlite_store(tmp_path / "b.db")
+    env.engine.use_attribute_stores(config(a=a, b=b))
+    flow = Entity()
+    env.client.start_flow(flow, "e", None, StartFlowOptions(config_override=FlowConfig(attribute_store_names=["b"])))
+    env.client.invoke_rpc(flow.set_email, "e", "one@example.com")
+    assert "e" not in rows(a) and rows(b)["e"]["email"] == "one@example.com"
+    env.client.update_flow_config("e", FlowConfig(attribute_store_names=["a"]))  # from now on: a
+    env.client.invoke_rpc(flow.set_email, "e", "two@example.com")
+    assert rows(a)["e"]["email"] == "two@example.com" and rows(b)["e"]["email"] == "one@example.com"
+
+
+def test_a_flow_config_naming_an_unknown_store_is_refused_and_changes_nothing(
+        env: DexTestEnv, tmp_path: Path) -> None:
+    env.engine.use_attribute_stores(config(a=sqlite_store(tmp_path / "a.db")))
+    flow = Entity()
+    with pytest.raises(UnknownAttributeStoreError, match="unknown Attribute Store 'nope'"):
+        env.client.start_flow(flow, "x", None, StartFlowOptions(config_override=FlowConfig(
+            attribute_store_names=["nope"])))
+    assert env.store.get_flow("x") is None
+    env.client.start_flow(flow, "y", None)
+    with pytest.raises(UnknownAttributeStoreError):
+        env.client.update_flow_config("y", FlowConfig(attribute_store_names=["a", "nope"]))
+    assert env.store.get_flow("y").attribute_store_names is None  # type: ignore[union-attr]
 
 
 def test_an_empty_store_list_projects_nothing_and_keeps_nothing(env: DexTestEnv, tmp_path: Path) -> None:
     a = sqlite_store(tmp_path / "a.db")
-    sync = env.engine.use_attribute_stores(config(a=a))
-    sync.names_of = lambda _flow_id: []
-    env.run(ProfileFlow(), {"email": "x@example.com"}, "f")
+    env.engine.use_attribute_stores(config(a=a))
+    env.client.start_flow(ProfileFlow(), "f", {"email": "x@example.com"},
+                          StartFlowOptions(config_override=FlowConfig(attribute_store_names=[])))
+    env.client.wait_for_flow("f")
     assert rows(a) == {}
     assert [(p.status, p.stores) for p in projections(env.store, "f")] == [("SYNCED", ())]
 

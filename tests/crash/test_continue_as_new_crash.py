@@ -89,10 +89,10 @@ def test_a_crash_around_a_continue_as_new_loses_nothing_and_reruns_nothing_commi
     assert view["summary"]["flowStatus"] == "FLOW_STATUS_COMPLETED"
     assert [c["output"] for c in view["summary"]["completions"]] == [12]
     runs = view["runs"]  # 13 step executions, a rollover at each 4th: 4 runs
-    assert [r["flowStatus"] for r in runs] == ["FLOW_STATUS_CONTINUED_AS_NEW"] * 3 + ["FLOW_STATUS_COMPLETED"]
+    assert [r["status"] for r in runs] == ["CONTINUED_AS_NEW"] * 3 + ["COMPLETED"]
     assert view["summary"]["firstRunId"] == runs[0]["runId"]
     executions = [s["stepExecutionId"] for r in runs for s in
-                  json.loads(dex(db, env, "inspect", r["inspectId"], "--json").stdout)["steps"]]
+                  json.loads(dex(db, env, "inspect", r["flowId"], "--json").stdout)["steps"]]
     assert executions == [f"Loop-{i}" for i in range(1, 14)]  # each once, in one run, numbered on
     doctor = dex(db, env, "doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

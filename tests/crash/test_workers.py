@@ -2,7 +2,7 @@
 no two attempts of one step execution overlapping; and a worker SIGKILLed mid-run whose leases
 the other takes over once `dex time skip 2m --all` has moved those flows' clocks past their heartbeat deadlines.
 
-The workers start first (a polling flow with a 4 s job keeps `--until-idle` workers alive);
+The workers start first (a polling flow whose job ends once every flow is started keeps `--until-idle` workers alive);
 the flows are started from this process while both are polling for work, so both get some.
 """
 
@@ -41,8 +41,14 @@ def _engine(db: Path) -> Engine:
     return Engine(store, Clock(), Registry(allow_async_handlers=True))
 
 
+def _sentinel_jobs(engine: Engine) -> FakeJobService:
+    return FakeJobService(StoreHost(engine.store, engine.clock))
+
+
 def _start_sentinel(engine: Engine) -> None:
-    FakeJobService(StoreHost(engine.store, engine.clock)).configure_job("sentinel", duration_seconds=4)
+    """A polling flow whose job runs until the test has started every flow (`complete_job`), however
+    long that takes on a loaded machine: it keeps the `--until-idle` workers from going idle first."""
+    _sentinel_jobs(engine).configure_job("sentinel", duration_seconds=600)
     engine.start_flow(PollingFlow(), "sentinel", None, flow_ref="name:polling")
 
 
@@ -70,6 +76,7 @@ def _scenario(db: Path, kill: bool, seed: int = 0) -> dict[str, Any]:
         if kill_after is not None and i == kill_after:
             sigkill(a)
             killed_at = i
+    _sentinel_jobs(engine).complete_job("sentinel")  # every flow is started: the workers may go idle now
     skip = None
     if kill:
         finish(a)

@@ -39,6 +39,7 @@ from dexcli import (
 )
 from dexcli.sdk.errors import NotSupportedYetError
 from dexcli.testing import DexTestEnv
+from tests.attrstore.stores import config, sqlite_store
 
 SEEN: list[tuple[str, dict[str, str]]] = []  # (step, the status of each step another connection sees)
 
@@ -163,8 +164,9 @@ class IdleFlow(Flow[None]):
         return StepList.without_start_step(Idle())
 
 
-def test_the_override_is_kept_with_the_flow_and_shown_as_state_flow_config() -> None:
+def test_the_override_is_kept_with_the_flow_and_shown_as_state_flow_config(tmp_path: Path) -> None:
     with DexTestEnv() as env:
+        env.engine.use_attribute_stores(config(orders=sqlite_store(tmp_path / "orders.db")))  # a store it names
         env.client.start_flow(IdleFlow(), "f", None, StartFlowOptions(config_override=FlowConfig(
             continue_as_new_threshold=50, active_step_search_mode=ActiveStepSearchMode.ALL,
             attribute_store_names=["orders"])))
@@ -185,8 +187,9 @@ def test_a_flow_without_a_config_shows_dex_defaults_and_has_no_store_names() -> 
         assert flow is not None and flow.attribute_store_names is None and flow.flow_config is None
 
 
-def test_update_merges_the_fields_it_sets_and_keeps_the_others() -> None:
+def test_update_merges_the_fields_it_sets_and_keeps_the_others(tmp_path: Path) -> None:
     with DexTestEnv() as env:
+        env.engine.use_attribute_stores(config(orders=sqlite_store(tmp_path / "orders.db")))  # a store it names
         env.client.start_flow(IdleFlow(), "f", None, StartFlowOptions(config_override=FlowConfig(
             continue_as_new_threshold=50, attribute_store_names=["orders"])))
         env.client.update_flow_config("f", FlowConfig(step_durability=StepDurability.ASYNC,

@@ -42,6 +42,9 @@ def test_get_flow_numbering_counts_steps_of_the_type_and_in_all(store: Store) ->
         numbered_a = tx.get_flow_numbering("f", "A")
         numbered_c = tx.get_flow_numbering("f", "C")
         assert tx.get_flow_numbering("nope", "A") is None
+        add_flow(tx, "bare")  # no step yet: both counts 0, the flow still read
+        bare = tx.get_flow_numbering("bare", "A")
+        assert bare is not None and bare[0].flow_id == "bare" and bare[1:] == (0, 0)
         assert tx.next_step_number("f", "A") == (3, 4)
         assert tx.next_step_number("f", "C") == (1, 4)
         assert tx.next_step_number("empty", "A") == (1, 1)
