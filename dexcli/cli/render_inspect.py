@@ -81,7 +81,8 @@ def runs_lines(snap: dict[str, Any]) -> list[Text]:
         line.append(f"  {r['status']}", style=STATUS_STYLE.get(r["status"], ""))
         line.append(f"  started {r['startTime']}")
         if r["previousRunId"]:
-            how = {"timeTravel": "time travel", "continueAsNew": "continue-as-new"}.get(r["via"], "id reuse")
+            how = {"timeTravel": "time travel", "continueAsNew": "continue-as-new",
+                   "flowRetry": "flow retry"}.get(r["via"], "id reuse")
             line.append(f"  from {r['previousRunId'][:8]} by {how}", style="dim")
         if r["current"]:
             line.append("  current", style="dim")

@@ -101,6 +101,13 @@ def options_text(summary: dict[str, Any]) -> Text | None:
         parts.append(f"start delay {format_duration(summary['startDelay'])}")
     if summary.get("idReusePolicy"):
         parts.append(f"id reuse {summary['idReusePolicy']}")
+    retry = summary.get("flowRetry")
+    if retry and retry.get("retryPolicy"):
+        p = retry["retryPolicy"]
+        most = p["maximumAttempts"] or "unlimited"
+        backoff = f"{format_duration(p['initialInterval'])} x{p['backoffCoefficient']:g}"
+        parts.append(f"flow retry attempt {retry['attempt']} of {most} (backoff {backoff} "
+                     f"up to {format_duration(p['maximumInterval'])})")
     return Text(" Options: " + " · ".join(parts), style="dim") if parts else None
 
 
@@ -115,6 +122,9 @@ def history_text(e: dict[str, Any]) -> str:
         extra.append(f"timeout {format_duration(e['timeout'])} ({e.get('timeoutPolicy')})")
     if e.get("previousRunId"):
         extra.append(f"replaces run {e['previousRunId']}")
+    if e.get("retryOfRunId"):
+        extra.append(f"flow retry attempt {e.get('attempt')} of run {e['retryOfRunId']}, "
+                     f"after {format_duration(e.get('backoffSeconds') or 0)}")
     return (" · " + " · ".join(extra)) if extra else ""
 
 

@@ -23,6 +23,7 @@ from dexcli.engine.faults import Faults
 from dexcli.engine.outcome import WaitResult
 from dexcli.engine.schedule import Scheduler
 from dexcli.engine.transitions import waiting as w
+from dexcli.store import FlowState
 
 R = TypeVar("R")
 
@@ -195,10 +196,12 @@ class Endings:
         """The flow closed in a commit of this process: its attempts here are fenced and cancelled."""
         h = self.h
         h.stats["flows_closed"] += 1
-        h.scheduler.closed(flow_id)
+        again = h.scheduler.closed(flow_id, failed=closed.status is FlowState.FAILED)  # a flow retry's new run
         for run in h.runs_of(flow_id):
             run.fence(f"flow {closed.status.value}")
             run.cancel()
         h.events.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,
                     errorMessage=closed.message)
+        if again is not None:
+            h.events.emit("flowRetried", flow_id, runId=again.run_id, attempt=t.flow_retry.attempt_of(again))
         h.offsets.pop(flow_id, None)  # kept per flow, a long-lived worker's memory would grow with each

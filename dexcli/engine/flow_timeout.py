@@ -23,6 +23,7 @@ from datetime import timedelta
 
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_config import start_config
+from dexcli.engine.retry_policy import policy_json
 from dexcli.engine.timeout_step import has_timeout_handler, timeout_handler_spec
 from dexcli.sdk.errors import NotSupportedYetError
 from dexcli.sdk.options import ResolvedOptions, StepOptions, fits_seconds32
@@ -68,7 +69,8 @@ def start_settings(options: StartFlowOptions, definition: FlowDefinition, defini
             raise ValueError("timeout handler options require a positive timeout with HANDLER policy")
         handler_json = _handler_options(options.timeout_handler_options, definition, definitions).to_json()
     return StartSettings(timeout or None, policy, handler_json, delay or None, options.id_reuse_policy.name,
-                         start_config(options.config_override))
+                         start_config(options.config_override),
+                         policy_json(options.retry_policy, "StartFlowOptions"))
 
 
 def _handler_options(o: FlowTimeoutHandlerOptions, definition: FlowDefinition, definitions: Definitions

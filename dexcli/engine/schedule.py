@@ -33,7 +33,7 @@ from dexcli.engine.definitions import Definitions, cannot_run
 from dexcli.engine.drives import DriveEndedError, Waiter
 from dexcli.engine.events import Emitter
 from dexcli.engine.transitions import AttemptKey, Leased, give_back, release_left
-from dexcli.store import Schedule, StepRecord, Store
+from dexcli.store import FlowRecord, Schedule, StepRecord, Store
 from dexcli.store.owners import owner_alive, owner_holds
 
 REAL_POLL_SECONDS = 0.5  # how often a real-time engine looks for other processes' changes
@@ -154,13 +154,18 @@ class Scheduler:
         with self.h.store.tx() as tx:
             return release_left(tx, self.owner, self.h.clock.real())
 
-    def closed(self, flow_id: str, *, reopened: bool = False) -> None:
+    def closed(self, flow_id: str, *, reopened: bool = False, failed: bool = False) -> FlowRecord | None:
         """A flow closed in this process (its close committed here); `reopened`: a new run of
-        it started here (after id reuse), so it has work again."""
-        if reopened:
+        it started here (after id reuse), so it has work again. `failed`: it closed FAILED, and
+        may have a flow retry's new run (transitions/flow_retry), which is returned then."""
+        retried = self.h.store.get_flow(flow_id) if failed else None
+        if retried is not None and not retried.is_running:
+            retried = None
+        if reopened or retried is not None:
             self._closed.discard(flow_id)
         elif self._driving is not None and flow_id in self._driving:
             self._closed.add(flow_id)
+        return retried
 
     def adopt(self, flow_id: str) -> None:
         """A flow started while run() goes on (by a step, through a client): run() drives it too."""

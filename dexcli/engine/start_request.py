@@ -13,7 +13,7 @@ from dexcli.engine.attributes import initial_attributes
 from dexcli.engine.definitions import Definitions
 from dexcli.engine.flow_timeout import start_settings
 from dexcli.sdk.codec import encode, from_jsonable, to_jsonable
-from dexcli.sdk.errors import FlowDefinitionError, InvalidStepResultError, ValueMappingError
+from dexcli.sdk.errors import FlowDefinitionError, InvalidStepResultError, NotSupportedYetError, ValueMappingError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.options import ResolvedOptions
 from dexcli.sdk.registry import FlowDefinition, StepSpec
@@ -86,6 +86,12 @@ def start_request(definitions: Definitions, flow: Flow[Any], flow_id: str | None
     if options is None:
         return t.StartRequest(definition, nxt, flow_id, flow_ref, request_id, ignore_already_started)
     settings = start_settings(options, definition, definitions)
-    attributes = initial_attributes(definition, options) if options.attribute_initializations else {}
+    initial = initial_attributes(definition, options) if options.attribute_initializations else {}
+    if initial and settings.retry_policy is not None:
+        special = [w.key for w in initial.values() if w.index is not None or w.sync or w.hard]
+        if special:  # a retry run writes its start's initial values again without the flow's definition
+            raise NotSupportedYetError(
+                f"StartFlowOptions(retry_policy=...) with an initial value of {special[0]} (indexed, synced to "
+                "an Attribute Store or hard-delete-on-null): dex cannot write it again in a retry run yet")
     return t.StartRequest(definition, nxt, flow_id, flow_ref, options.request_id,
-                          options.ignore_already_started, settings, attributes)
+                          options.ignore_already_started, settings, initial)

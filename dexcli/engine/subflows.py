@@ -2,7 +2,8 @@
 the child's flow registered (the exact instance given, as a Dex worker requires it
 registered), its start input checked, its SubFlowOptions turned into start options. Any
 problem fails the wait_for attempt, as the official SDK fails it when it maps the Wait; what
-dex cannot run (a whole-flow retry policy, a FlowConfig override) is refused so, loudly. The
+dex cannot run is refused so, loudly. A child's retry policy retries the child's runs; its
+parent hears only the final result (transitions/flow_retry). The
 starts themselves are `transitions.subflows.start_children`, in the wait's commit."""
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ def _child(definitions: Definitions, parent_flow_id: str, seid: str, index: int,
     opts = c.options if c.options is not None else SubFlowOptions()
     if not isinstance(opts, SubFlowOptions):
         raise InvalidStepResultError(f"SubFlow.run options must be SubFlowOptions, not {type(opts).__name__}")
-    if opts.retry_policy is not None:
-        raise NotSupportedYetError("SubFlowOptions(retry_policy=...): dex has no whole-flow retry policy yet")
     try:
         definition = definitions.registry.definition_of(c.flow)
     except DexError as exc:
@@ -38,6 +37,7 @@ def _child(definitions: Definitions, parent_flow_id: str, seid: str, index: int,
         raise InvalidStepResultError(f"SubFlow {definition.flow_type} has no starting Step")
     start = StartFlowOptions(timeout=opts.timeout, timeout_policy=opts.timeout_policy,
                              timeout_handler_options=opts.timeout_handler_options, start_delay=opts.start_delay,
+                             retry_policy=opts.retry_policy,  # the child's own runs (transitions/flow_retry)
                              _attribute_initializations=opts.attribute_initializations,
                              config_override=opts.config_override)  # over the parent's (transitions/subflows)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dexcli.engine import retry_policy
 from dexcli.engine.attribute_projections import projections
 from dexcli.engine.deadlines import earliest_deadline, iso, total_left
 from dexcli.engine.wait_kinds import SUBFLOW, TIMER
@@ -82,6 +83,9 @@ def start_options(flow: FlowRecord) -> dict[str, Any]:
         out["idReusePolicy"] = flow.id_reuse_policy
     if flow.request_id:
         out["requestId"] = flow.request_id
+    retry = retry_policy.describe(flow)
+    if retry is not None:
+        out["flowRetry"] = retry  # its retry policy, which run of its retries it is (transitions/flow_retry)
     return out
 
 
@@ -387,7 +391,7 @@ def history_event(e: HistoryRecord) -> dict[str, Any]:
 def flow_runs(store: Store, flow_id: str) -> list[dict[str, Any]]:
     """Every run of the flow id (`flow_id` may name an archived one, `<flow_id>$<run_id>`),
     oldest first: each with the run it was made from and how (a time travel, a continue-as-new,
-    or an id reuse policy that let it take the id), and which one is the flow's current run."""
+    a flow retry, or an id reuse policy that let it take the id), and which one is the flow's current run."""
     base = flow_id.split(ARCHIVE_SEPARATOR, 1)[0]
     current = store.get_flow(base)
     rows = store.read(lambda tx: tx.archived_runs(base)) + ([current] if current is not None else [])
@@ -398,6 +402,8 @@ def flow_runs(store: Store, flow_id: str) -> list[dict[str, Any]]:
         for e in store.history_of(r.flow_id):
             if e.type == "TimeTravelFork":
                 came, how = json.loads(e.payload).get("previousRunId"), "timeTravel"
+            elif e.type == "FlowStarted" and json.loads(e.payload).get("retryOfRunId"):
+                came, how = json.loads(e.payload)["retryOfRunId"], "flowRetry"
             elif e.type == "FlowStarted" and json.loads(e.payload).get("previousRunId"):
                 came, how = json.loads(e.payload)["previousRunId"], "idReuse"
             elif e.type == "FlowContinued":

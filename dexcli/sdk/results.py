@@ -146,6 +146,7 @@ class StartFlowOptions:
     timeout_handler_options: FlowTimeoutHandlerOptions | None = None
     start_delay: timedelta | None = None
     id_reuse_policy: IdReusePolicy = IdReusePolicy.DEFAULT
+    retry_policy: RetryPolicy | None = None  # a FAILED run starts again (dexcli.engine.transitions.flow_retry)
     ignore_already_started: bool = False
     request_id: str | None = None
     config_override: FlowConfig | None = None  # applied over dex's defaults (dexcli.engine.flow_config)

@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
@@ -447,6 +447,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN flow_config TEXT",
         "ALTER TABLE flows ADD COLUMN first_run_id TEXT",
         "ALTER TABLE flows ADD COLUMN step_numbers TEXT",
+    ),
+    # 9: a run's flow retry policy and which retry it is (transitions/flow_retry.py); older runs have none
+    8: (
+        "ALTER TABLE flows ADD COLUMN retry_policy TEXT",
+        "ALTER TABLE flows ADD COLUMN retry TEXT",
     ),
 }
 # After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.

@@ -118,6 +118,8 @@ class FlowRecord:
     flow_config: str | None = None  # the run's FlowConfig as set, JSON in protojson keys; None: dex's defaults
     first_run_id: str | None = None  # the first run of its continue-as-new chain; None: this run is
     step_numbers: str | None = None  # JSON {stepType: n, "": all}: step executions earlier runs numbered
+    retry_policy: str | None = None  # StartFlowOptions.retry_policy resolved, JSON; None: a failure stands
+    retry: str | None = None  # JSON {attempt, firstRunId, previousRunId}: a retry run's place; None: attempt 1
 
     @property
     def is_running(self) -> bool:
@@ -289,7 +291,7 @@ def _positions(record: type[Any], *names: str) -> tuple[int, ...]:
 
 # The JSON columns of each record (checked as a row is read: see `_checked`).
 _FLOW_JSON = _positions(FlowRecord, "input", "completions", "timeout_handler_options", "flow_config",
-                        "step_numbers")
+                        "step_numbers", "retry_policy", "retry")
 _STEP_JSON = _positions(StepRecord, "input", "options", "heartbeat_value", "recovery_error", "decision",
                         "wait_options", "wait", "condition_results", "locals")
 _HISTORY_JSON = _positions(HistoryRecord, "payload")

@@ -35,7 +35,10 @@ CREATE TABLE IF NOT EXISTS flows (
     -- FlowConfig and continue-as-new (schema 7):
     flow_config   TEXT,                 -- the run's FlowConfig as set (protojson keys, JSON); NULL: dex's defaults
     first_run_id  TEXT,                 -- the first run of its continue-as-new chain; NULL: this run
-    step_numbers  TEXT                  -- {stepType: n, "": all} step executions numbered by earlier runs of the chain
+    step_numbers  TEXT,                 -- {stepType: n, "": all} step executions numbered by earlier runs of the chain
+    -- Flow retry (schema 9, transitions/flow_retry.py):
+    retry_policy  TEXT,                 -- StartFlowOptions.retry_policy resolved (JSON); NULL: a failure stands
+    retry         TEXT                  -- this run's place among its retries: {attempt, firstRunId, previousRunId}; NULL: attempt 1
 );
 CREATE UNIQUE INDEX IF NOT EXISTS flows_by_num ON flows(num);
 CREATE INDEX IF NOT EXISTS flows_by_start  ON flows(start_time);

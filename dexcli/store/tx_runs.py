@@ -48,11 +48,13 @@ class StartSettings:
     start_delay: float | None = None
     id_reuse_policy: str | None = None
     flow_config: str | None = None  # StartFlowOptions.config_override, as FlowRecord.flow_config holds it
+    retry_policy: str | None = None  # StartFlowOptions.retry_policy resolved (transitions/flow_retry.py), JSON
 
     @property
     def is_default(self) -> bool:
-        """Nothing to store: no timeout, no delay, the DEFAULT id reuse policy, no FlowConfig."""
-        return not (self.timeout or self.start_delay or self.timeout_policy or self.flow_config) and \
+        """Nothing to store: no timeout, no delay, the DEFAULT id reuse policy, no FlowConfig, no retry policy."""
+        return not (self.timeout or self.start_delay or self.timeout_policy or self.flow_config
+                    or self.retry_policy) and \
             self.id_reuse_policy in (None, "DEFAULT")
 
 
@@ -76,9 +78,13 @@ class RunStatements:
         timeout_at = timeout_time(start_time, s.timeout, s.start_delay)
         self.c.execute(
             "UPDATE flows SET timeout = ?, timeout_policy = ?, timeout_at = ?, timeout_handler_options = ?, "
-            "start_delay = ?, id_reuse_policy = ?, flow_config = ? WHERE flow_id = ?",
+            "start_delay = ?, id_reuse_policy = ?, flow_config = ?, retry_policy = ? WHERE flow_id = ?",
             (s.timeout, s.timeout_policy, timeout_at, s.timeout_handler_options, s.start_delay,
-             s.id_reuse_policy, s.flow_config, flow_id))
+             s.id_reuse_policy, s.flow_config, s.retry_policy, flow_id))
+
+    def set_retry(self, flow_id: str, retry: str) -> None:
+        """A flow retry's new run: which attempt it is, of which first run (transitions/flow_retry.py)."""
+        self.c.execute("UPDATE flows SET retry = ? WHERE flow_id = ?", (retry, flow_id))
 
     def set_flow_config(self, flow_id: str, config: str | None) -> None:
         """A running flow's FlowConfig (Client.update_flow_config: the merge is the caller's)."""

@@ -54,6 +54,6 @@ def test_the_query_path_loads_no_engine_and_no_pydantic(flows: Cli, tmp_path: Pa
     assert [m for m in loaded if m.split(".")[0] in ("pydantic", "dexcli_flows")] == []
     engine = [m for m in loaded if m.startswith("dexcli.engine.")]
     # the table's duration column reads one helper of the engine's read-only views; nothing that runs flows
-    views = ["dexcli.engine.attribute_projections", "dexcli.engine.deadlines", "dexcli.engine.views",
-             "dexcli.engine.wait_kinds"]
+    views = ["dexcli.engine.attribute_projections", "dexcli.engine.deadlines", "dexcli.engine.retry_policy",
+             "dexcli.engine.views", "dexcli.engine.wait_kinds"]
     assert engine == ([] if json_out else views)

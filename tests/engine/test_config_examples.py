@@ -3,10 +3,10 @@ SDK 1.23 — imports from dexcli, `go_to` given Step classes — and driven the 
 drives it. In virtual time. products/job-post, whose controller starts each posting with
 `FlowConfig(continue_as_new_threshold=10)`, is ported in test_rpc_and_drain_examples.py.
 
-What the port leaves out, and why: the example's `example_start_flow_options()` also sets a
-flow-level `retry_policy`, which dex's StartFlowOptions does not have (the newest server refuses
-it too); its `reroute_active_flow` names a `WorkerTarget`, which dex does not define (a stand-in
-object shows dex refusing it loudly)."""
+The example's `example_start_flow_options()` (the flow-options page's snippet) runs as given,
+its flow-level `retry_policy` too (dexcli.engine.transitions.flow_retry). What the port leaves
+out, and why: its `reroute_active_flow` names a `WorkerTarget`, which dex does not define (a
+stand-in object shows dex refusing it loudly)."""
 
 from __future__ import annotations
 
@@ -126,23 +126,65 @@ def test_flow_primitive_reroute_is_refused_loudly_and_changes_nothing() -> None:
         assert env.client.wait_for_flow("wf-2").single_output(int) == 3
 
 
-def test_flow_primitive_example_options_are_refused_for_their_flow_retry_policy() -> None:
-    with pytest.raises(TypeError, match="retry_policy"):
-        StartFlowOptions(  # type: ignore[call-arg]
-            timeout=timedelta(minutes=30), timeout_policy=FlowTimeoutPolicy.HANDLER,
-            start_delay=timedelta(minutes=5), id_reuse_policy=IdReusePolicy.DISALLOW,
-            retry_policy=RetryPolicy(initial_interval=timedelta(minutes=1), backoff_coefficient=2,
-                                     maximum_interval=timedelta(minutes=10), maximum_attempts=3),
-            config_override=FlowConfig(step_durability=StepDurability.SYNC),
-            ignore_already_started=True, request_id="start-order-123")
-    # without it, the rest of the example's options start the flow as the page describes
-    options = StartFlowOptions(
-        timeout=timedelta(minutes=30), timeout_policy=FlowTimeoutPolicy.HANDLER,
-        start_delay=timedelta(minutes=5), id_reuse_policy=IdReusePolicy.DISALLOW,
+def example_start_flow_options() -> StartFlowOptions:  # controller.py, as the flow-options page shows it
+    return StartFlowOptions(
+        timeout=timedelta(minutes=30),
+        timeout_policy=FlowTimeoutPolicy.HANDLER,
+        start_delay=timedelta(minutes=5),
+        id_reuse_policy=IdReusePolicy.DISALLOW,
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(minutes=1),
+            backoff_coefficient=2,
+            maximum_interval=timedelta(minutes=10),
+            maximum_attempts=3,
+        ),
         config_override=FlowConfig(step_durability=StepDurability.SYNC),
-        ignore_already_started=True, request_id="start-order-123").with_attribute(status, "queued")
+        ignore_already_started=True,
+        request_id="start-order-123",
+    ).with_attribute(status, "queued")
+
+
+def test_flow_primitive_example_options_start_the_flow_with_its_flow_retry_policy() -> None:
+    options = example_start_flow_options()
     with DexTestEnv() as env:
         first = env.client.start_flow(ExampleFlow(), "order-123", 1, options)
         assert env.client.start_flow(ExampleFlow(), "order-123", 1, options) == first  # the same request
+        summary = env.inspect("order-123")["summary"]
+        assert summary["flowRetry"] == {"attempt": 1, "firstRunId": first, "retryPolicy": {
+            "initialInterval": 60, "backoffCoefficient": 2, "maximumInterval": 600,
+            "maximumAttempts": 3}}
         assert env.inspect("order-123")["state"]["attributes"] == {"status": "queued"}
         assert env.client.wait_for_flow("order-123").single_output(int) == 3
+        assert len(env.inspect("order-123")["runs"]) == 1  # it completed: nothing to retry
+
+
+class StuckStep(Step[int]):
+    """The example flow's step, waiting past the example's 30-minute timeout."""
+
+    def wait_for(self, context: Context, input: int) -> Wait:
+        status.set(context, "running")
+        return Wait.until(notify.for_one())
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class StuckExampleFlow(ExampleFlow):
+    def __init__(self) -> None:
+        super().__init__()
+        self.example = StuckStep()  # type: ignore[assignment]
+
+
+def test_flow_primitive_example_options_retry_a_run_its_timeout_handler_fails() -> None:
+    with DexTestEnv(start=0.0) as env:
+        env.client.start_flow(StuckExampleFlow(), "order-123", 1, example_start_flow_options())
+        result = env.client.wait_for_flow("order-123")  # three runs, each timed out and failed by its handler
+        assert result.status is FlowStatus.FAILED and result.error_message == "processing deadline reached"
+        runs = env.inspect("order-123")["runs"]
+        assert [r["status"] for r in runs] == ["FAILED"] * 3 and [r["via"] for r in runs] == [None, "flowRetry",
+                                                                                                "flowRetry"]
+        # the first run begins after its 5-minute start delay and times out 30 minutes later; each
+        # retry begins after its backoff (1 min, then 2) and gets a fresh 30 minutes
+        closes = [env.store.get_flow(r["flowId"]).close_time for r in runs]  # type: ignore[union-attr]
+        assert closes == [35 * 60, 66 * 60, 98 * 60]
+        assert env.inspect("order-123")["state"]["attributes"] == {"status": "timed out"}

@@ -283,12 +283,13 @@ def test_options_start_the_child_with_its_timeout_delay_and_attributes(env: DexT
 
 
 def test_what_dex_cannot_run_is_refused_loudly(env: DexTestEnv) -> None:
-    SEEN["options"] = {0: SubFlowOptions(retry_policy=RetryPolicy(maximum_attempts=2))}
+    # a flow retry policy has no total_duration (Dex's FlowRetryPolicy has none): refused, not dropped
+    SEEN["options"] = {0: SubFlowOptions(retry_policy=RetryPolicy(total_duration=timedelta(hours=1)))}
     env.start(ParentFlow(), ["ok:1"], flow_id="p")
     env.drive(["p"])
     snap = env.inspect("p")
     assert snap["summary"]["flowStatus"] == "FAILED"
-    assert "whole-flow retry policy" in json.dumps(snap["steps"][0]["attempts"])
+    assert "no total_duration" in json.dumps(snap["steps"][0]["attempts"])
     assert env.store.get_flow(child_id("p", 0)) is None  # nothing was started
 
 

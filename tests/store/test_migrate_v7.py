@@ -19,7 +19,7 @@ def test_a_version_6_database_gets_the_outbox_and_keeps_its_flows(tmp_path: Path
         env.run(ProfileFlow(), {"credits": 1}, "before")
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE attribute_sync")  # what version 6 was (nor had it version 8's columns)
-    for column in ("flow_config", "first_run_id", "step_numbers"):
+    for column in ("flow_config", "first_run_id", "step_numbers", "retry_policy", "retry"):
         conn.execute(f"ALTER TABLE flows DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 6")
     conn.commit()

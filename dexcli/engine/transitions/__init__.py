@@ -20,10 +20,11 @@ cancellations) are in `waiting`; a start's id reuse (`allows`, `make_room`) in `
 flow timeout's firing in `timeouts`; an RPC's locks and committed effects in `rpc`; a time travel
 (a new run from the current run's history, the old run retired with `flows.retire_run`, which
 id reuse uses too) in `time_travel`; a client's FlowConfig update and continue-as-new (by a
-client or the FlowConfig threshold) in `continuing`."""
+client or the FlowConfig threshold) in `continuing`; a FAILED run's flow retry (`flows.close` makes
+the new run, after the retry policy's backoff) in `flow_retry`."""
 
 from dexcli.engine.deadlines import method_options
-from dexcli.engine.transitions import continuing, waiting
+from dexcli.engine.transitions import continuing, flow_retry, waiting
 from dexcli.engine.transitions.flows import (
     Started,
     StartRequest,
@@ -91,6 +92,7 @@ __all__ = [
     "end_call",
     "fail",
     "fire_due",
+    "flow_retry",
     "flow_timeout",
     "give_back",
     "heartbeat",

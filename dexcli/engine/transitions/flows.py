@@ -15,12 +15,14 @@ the previous run is kept under `<flow_id>$<run_id>` (dexcli.store.tx_runs).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
+from dexcli.engine.transitions import flow_retry
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
 from dexcli.engine.transitions.subflow_results import report_to_parent
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
@@ -123,6 +125,8 @@ def _start_options(s: StartSettings, now: float) -> dict[str, Any]:
         out.update(startDelay=s.start_delay, startStepEligibleTime=iso(now + s.start_delay))
     if s.id_reuse_policy not in (None, "DEFAULT"):
         out["idReusePolicy"] = s.id_reuse_policy
+    if s.retry_policy:
+        out.update(retryPolicy=json.loads(s.retry_policy), attempt=1)
     return out
 
 
@@ -139,12 +143,18 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
     if not if_idle:
         tx.cancel_open_steps(flow_id, now)
     tx.forget_call_snapshot(flow_id)  # no method call outlives its flow
+    ended = tx.get_flow(flow_id) if completions is None or closed.status is FlowState.FAILED else None
     if completions is None:
-        flow = tx.get_flow(flow_id)
-        completions = flow.completions if flow else "[]"
+        completions = ended.completions if ended else "[]"
+    again = flow_retry.plan(ended) if ended is not None and closed.status is FlowState.FAILED else None
+    retried = {"retryState": again.state, **({"retriedToRunId": again.run_id} if again.run_id else {})} \
+        if again is not None else {}
     tx.add_event(flow_id, now, "FlowClosed", json_object(
         {"flowStatus": closed.status.value, "errorType": closed.error_type, "errorMessage": closed.message},
-        ("results", completions)))  # the stored JSON list as it is (checked as its row was read), not decoded again
+        ("results", completions), retried))  # the stored JSON list as it is (checked as its row was read)
+    if ended is not None and again is not None and again.state == flow_retry.IN_PROGRESS:
+        flow_retry.retry(tx, ended, again, now)  # a new run of the flow id: nothing ended for good yet
+        return True
     report_to_parent(tx, flow_id, now)  # a SubFlow's end: its parent's wait re-evaluates
     return True
 

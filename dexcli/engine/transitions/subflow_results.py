@@ -3,9 +3,9 @@ parent's wait re-evaluate (Dex's SubFlow completion signal).
 
 `flows.close` calls `report_to_parent` in the transaction that closes any flow: a child whose
 parent step still waits on it (the parent's Wait names the child's flow id and run id — or an
-earlier run of the child's continue-as-new chain — and has no result for it yet) gets its
-result recorded in that Wait, and the parent step becomes due now (on the parent's clock), so
-the next scheduler pass that drives the parent evaluates it (`Engine.claim` ->
+earlier run of the child's continue-as-new chain, or the first of its flow retries — and has no
+result for it yet) gets its result recorded in that Wait, and the parent step becomes due now
+(on the parent's clock), so the next scheduler pass that drives the parent evaluates it (`Engine.claim` ->
 `waiting.wake_step`). A parent that has moved on (an any_of another condition won, a closed
 parent) is left as it is: the child's end changes nothing there.
 """
@@ -34,6 +34,8 @@ def _same_chain(tx: Tx, child: FlowRecord, run_id: str | None) -> bool:
     continue-as-new chain (transitions/continuing.py): the chain's last run reports for it."""
     if run_id is None or run_id in (child.run_id, child.chain_first_run_id):
         return run_id is not None
+    if child.retry and json.loads(child.retry).get("firstRunId") == run_id:  # a flow retry's run (flow_retry.py)
+        return True
     earlier = tx.get_flow(f"{child.flow_id}{ARCHIVE_SEPARATOR}{run_id}")
     return earlier is not None and earlier.status is FlowState.CONTINUED_AS_NEW and \
         earlier.chain_first_run_id == child.chain_first_run_id

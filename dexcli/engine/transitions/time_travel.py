@@ -258,7 +258,7 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
     tx.insert_flow_if_new(req.flow_id, run_id, flow.flow_type, flow.flow_ref, flow.input, str(uuid.uuid4()), now)
     tx.carry_run(req.flow_id, flow.clock_offset, json.dumps(state.completions), state.graceful)
     settings = StartSettings(flow.timeout, flow.timeout_policy, flow.timeout_handler_options, None,
-                             flow.id_reuse_policy)
+                             flow.id_reuse_policy, retry_policy=flow.retry_policy)  # its retries count anew
     if not settings.is_default:
         tx.set_start_settings(req.flow_id, settings, now)
     first_seid = f"{start.spec.step_type}-1" if start is not None else None
