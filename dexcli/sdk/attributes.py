@@ -153,3 +153,15 @@ class AttributeMap(Generic[T]):
 
     def lock(self, instance: str) -> AttributeLock:
         return AttributeLock(self, check_instance(instance))
+
+
+def initialization(attribute: Any, args: tuple[object, ...]) -> tuple[Any, str | None, Any]:
+    """One initial attribute value as `with_attribute` takes it (StartFlowOptions, SubFlowOptions):
+    `(attribute, value)`, or `(attribute_map, instance, value)` for an AttributeMap."""
+    if isinstance(attribute, Attribute) and len(args) == 1:
+        return (attribute, None, args[0])
+    if isinstance(attribute, AttributeMap) and len(args) == 2:
+        if not isinstance(args[0], str):
+            raise TypeError("attribute-map instance must be a string")
+        return (attribute, check_instance(args[0]), args[1])
+    raise TypeError("with_attribute received invalid arguments")

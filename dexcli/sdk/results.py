@@ -156,17 +156,9 @@ class StartFlowOptions:
     def with_attribute(self, attribute: Any, /, *args: object) -> StartFlowOptions:
         """A copy with one initial attribute value: `(attribute, value)`, or
         `(attribute_map, instance, value)` for an AttributeMap."""
-        from dexcli.sdk.attributes import Attribute, AttributeMap
-        from dexcli.sdk.conditions import check_instance
+        from dexcli.sdk.attributes import initialization
 
-        if isinstance(attribute, Attribute) and len(args) == 1:
-            init: tuple[Any, str | None, Any] = (attribute, None, args[0])
-        elif isinstance(attribute, AttributeMap) and len(args) == 2:
-            if not isinstance(args[0], str):
-                raise TypeError("attribute-map instance must be a string")
-            init = (attribute, check_instance(args[0]), args[1])
-        else:
-            raise TypeError("with_attribute received invalid arguments")
+        init = initialization(attribute, args)
         return dataclasses.replace(self, _attribute_initializations=self._attribute_initializations + (init,))
 
     @property

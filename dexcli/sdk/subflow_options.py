@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from dexcli.sdk.attributes import Attribute, AttributeMap
-from dexcli.sdk.conditions import check_instance
+from dexcli.sdk.attributes import initialization
 from dexcli.sdk.options import RetryPolicy
 from dexcli.sdk.results import FlowTimeoutHandlerOptions, FlowTimeoutPolicy
 
@@ -52,14 +51,7 @@ class SubFlowOptions:
     def with_attribute(self, attribute: Any, /, *args: object) -> SubFlowOptions:
         """A copy with one initial attribute value of the child: `(attribute, value)`, or
         `(attribute_map, instance, value)` for an AttributeMap."""
-        if isinstance(attribute, Attribute) and len(args) == 1:
-            init: tuple[Any, str | None, Any] = (attribute, None, args[0])
-        elif isinstance(attribute, AttributeMap) and len(args) == 2:
-            if not isinstance(args[0], str):
-                raise TypeError("attribute-map instance must be a string")
-            init = (attribute, check_instance(args[0]), args[1])
-        else:
-            raise TypeError("with_attribute received invalid arguments")
+        init = initialization(attribute, args)
         return dataclasses.replace(self, _attribute_initializations=self._attribute_initializations + (init,))
 
     @property
