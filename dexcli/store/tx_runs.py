@@ -159,8 +159,10 @@ class RunStatements:
 
     def archived_runs(self, flow_id: str) -> list[FlowRecord]:
         """The earlier runs of a flow id, kept as `<flow_id>$<run_id>`, oldest first."""
-        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE substr(flow_id, 1, ?) = ? ORDER BY num",
-                              (len(flow_id) + 1, flow_id + ARCHIVE_SEPARATOR)).fetchall()
+        # the ids that start with `<flow_id>$` are those in [`<flow_id>$`, `<flow_id>%`) (BINARY order,
+        # '%' follows '$'): a range of the primary key's index, not a scan of every flow
+        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id >= ? AND flow_id < ? ORDER BY num",
+                              (flow_id + ARCHIVE_SEPARATOR, flow_id + chr(ord(ARCHIVE_SEPARATOR) + 1))).fetchall()
         return [flow_record(r, db_of(self.c)) for r in rows]
 
     def copy_history(self, source: str, target: str, last_event_id: int) -> None:

@@ -172,3 +172,18 @@ def test_kv_update_is_read_modify_write_and_a_raise_changes_nothing(store: Store
     with pytest.raises(ValueError, match="no: 2"):
         store.kv_update("n", "count", refuse)
     assert store.kv_get("n", "count") == 2
+
+
+# ------------------------------------------------------------------------- archived_runs ---
+def test_archived_runs_are_the_ids_that_start_with_the_flow_id_and_the_separator(store: Store) -> None:
+    """`<flow_id>$<run_id>` rows, oldest first (a range of the primary key, not a scan): not
+    the flow itself, not an id that merely starts with the flow id, nor one with a neighbouring
+    character ('#', '%') where the separator stands."""
+    ids = ["a", "a$r2", "ab$x", "a%x", "a#x", "a$", "b$x", "a$r1", "é$1", "é", "a$$z", "a$\U0001f600"]
+    with store.tx() as tx:
+        for i, fid in enumerate(ids):
+            add_flow(tx, fid, start_time=T0 + i)
+    assert _ids(store.read(lambda tx: tx.archived_runs("a"))) == ["a$r2", "a$", "a$r1", "a$$z", "a$\U0001f600"]
+    assert _ids(store.read(lambda tx: tx.archived_runs("é"))) == ["é$1"]
+    assert _ids(store.read(lambda tx: tx.archived_runs("a$"))) == ["a$$z"]
+    assert store.read(lambda tx: tx.archived_runs("zz")) == []
