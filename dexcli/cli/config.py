@@ -9,7 +9,6 @@ import re
 import shlex
 import stat
 import sys
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +67,8 @@ def _user(uid: int) -> str:
 
 
 def read_config(path: Path) -> dict[str, object]:
+    import tomllib  # only with a dex.toml: most commands find none
+
     try:
         return tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -13,10 +13,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-if TYPE_CHECKING:  # the graph package loads when a graph or lint command runs, not at start-up
+if TYPE_CHECKING:  # the graph package (and Rich) load when a graph or lint command runs, not at start-up
+    from rich.console import Console
+    from rich.text import Text
+
     from dexcli.graph.lint import LintReport
     from dexcli.graph.run_lint import RunLintReport
 
@@ -53,11 +54,15 @@ class GraphFormat(str, enum.Enum):
 
 
 def _console() -> Console:
+    from rich.console import Console  # when a graph is drawn: not for `dex --help` or another command
+
     # soft_wrap: never re-wrap the diagram; rich drops colour itself for NO_COLOR and non-TTYs
     return Console(highlight=False, soft_wrap=True)
 
 
 def _styled(text: str, title: str | None = None) -> Text:
+    from rich.text import Text
+
     t = Text(text)
     for pattern, style in _STYLES:
         t.highlight_regex(pattern, style)

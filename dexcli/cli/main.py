@@ -4,7 +4,7 @@ This module is the table of contents: it registers each command, in the order `d
 lists them (flow plugins' commands come after `flows`, see dexcli.cli.plugin_cmds). Each
 command parses its arguments, makes one call into the engine or the store, and renders.
 
-The commands (and typer) load on first use of `app`: `dex inspect FLOW_ID [--json]` is served
+The commands (and typer) load on first use of `app`: `dex inspect FLOW_ID [--json]` and `dex list` are served
 by dexcli.cli.quick without them.
 """
 

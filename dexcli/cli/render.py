@@ -5,20 +5,20 @@ reads engine state.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.rule import Rule
 from rich.text import Text
 
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_wait as rw
+from dexcli.cli.brief import brief_json
 from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.cli.render_subflows import subflow_lines
 from dexcli.cli.shown import shown
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+
     from dexcli.plugins import Hint
 
 BAR_WIDTH = 18
@@ -55,33 +55,6 @@ def short_value(v: Any, limit: int = 60) -> str:
     if isinstance(v, str):
         return v if len(v) <= limit else v[: limit - 1] + "…"
     return brief_json(v, limit)
-
-
-def brief_json(value: Any, limit: int = 200) -> str:
-    """A value's JSON for a line of the terminal: whole when it is short, else its outline and its
-    size, `{"a": …, "b": …} (20.0 MB)`, `[… 3000 items] (1.2 MB)`, `"xxx…" (20.0 MB)`. A 20 MB
-    result printed whole took half a minute to wrap, and the live view repaints it."""
-    text = json.dumps(value)
-    if len(text) <= limit:
-        return text
-    if isinstance(value, dict):
-        keys: list[str] = []
-        for k in value:
-            part = f"{json.dumps(k)[:limit // 2]}: …"
-            if sum(len(p) + 2 for p in keys) + len(part) > limit:
-                keys.append("…")
-                break
-            keys.append(part)
-        outline = "{" + ", ".join(keys) + "}"
-    elif isinstance(value, list):
-        outline = f"[… {len(value)} items]"
-    else:
-        outline = text[: limit - 1] + "…"
-    return f"{outline} ({_size(len(text.encode('utf-8', 'replace')))})"
-
-
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1000 else f"{n / 1000:.1f} kB" if n < 1_000_000 else f"{n / 1_000_000:.1f} MB"
 
 
 def decision_text(d: dict[str, Any] | None) -> str:
@@ -256,9 +229,9 @@ def _backoff_step_lines(step: dict[str, Any], flow_id: str) -> list[RenderableTy
     return lines
 
 
-def stream_lines(snap: dict[str, Any], compact: bool = False) -> list[RenderableType]:
+def stream_lines(snap: dict[str, Any], compact: bool = False) -> list[Text]:
     start = parse_iso(snap["summary"]["startTime"]) or 0.0
-    out: list[RenderableType] = []
+    out: list[Text] = []
     for name, msgs in snap["streams"].items():
         if compact:
             t = Text(f" {name}  ", style="bold")
@@ -316,6 +289,9 @@ def live_view(snap: dict[str, Any], db: str, offset: float = 0.0, hints: tuple[H
     """The live view of one flow. `hints`: what its flow plugin suggests while it runs
     (`complete early:  dex complete-job demo`), shown before `inspect:  dex inspect ID`;
     `rpcs`: the flow's RPC names, offered to move a waiting step on."""
+    from rich.console import Group
+    from rich.rule import Rule
+
     now = parse_iso(snap["now"]) or 0.0
     parts: list[RenderableType] = [header(snap, db, offset), Rule(style="dim")]
     fid = snap["summary"]["flowId"]

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from dexcli.cli import render_locks as rl
 from dexcli.cli import render_subflows as rs
 from dexcli.cli import render_wait as rw
+from dexcli.cli.brief import brief_json
 from dexcli.cli.config import clock_time, format_duration, parse_iso
 from dexcli.cli.render import (
     STATUS_STYLE,
     _duration_between,
     attempt_label,
-    brief_json,
     decision_text,
     due_in,
     error_place,
@@ -25,7 +23,11 @@ from dexcli.cli.render import (
     short_value,
     stream_lines,
 )
-from dexcli.cli.start_options import config_text, history_text, options_text
+from dexcli.cli.render_options import config_text, history_text, options_text
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.table import Table
 
 INSPECT_VALUE_LIMIT = 1000  # characters of a value shown whole (`dex inspect --json` has it all)
 
@@ -92,6 +94,14 @@ def runs_lines(snap: dict[str, Any]) -> list[Text]:
 
 
 def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
+    from rich.console import Group
+
+    return Group(*inspect_parts(snap, offset))
+
+
+def inspect_parts(snap: dict[str, Any], offset: float = 0.0) -> list[Text | StepsTable]:
+    """`dex inspect`'s view, top to bottom: lines of Text and the steps table (what
+    dexcli.cli.plain_text prints without Rich's console when stdout is not a terminal)."""
     s = snap["summary"]
     now = parse_iso(snap["now"]) or 0.0
     start = parse_iso(s["startTime"]) or now
@@ -100,7 +110,7 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     title.append(s["flowStatus"], style=f"bold {STATUS_STYLE.get(s['flowStatus'], '')}")
     title.append(f" {'for' if s['flowStatus'] == 'RUNNING' else 'after'} "
                  f"{format_duration(now - start if ran is None else ran)}")
-    parts: list[RenderableType] = [title]
+    parts: list[Text | StepsTable] = [title]
     meta = Text(f" run {s['runId']} · started {s['startTime']}", style="dim")
     if offset:
         meta.append(f" · its clock +{format_duration(offset)} ahead of real time", style="yellow")
@@ -129,15 +139,15 @@ def inspect_view(snap: dict[str, Any], offset: float = 0.0) -> RenderableType:
     if late is not None:
         parts.append(late)
     parts.append(Text(" Steps", style="bold"))
-    parts.append(_StepsTable(snap, now))
+    parts.append(StepsTable(snap, now))
     parts.extend(rl.attribute_lines(snap))
     parts.extend(stream_lines(snap))
     parts.append(Text(" History", style="bold"))
     parts.extend(_history_line(e) for e in snap["history"])
-    return Group(*parts)
+    return parts
 
 
-class _StepsTable:
+class StepsTable:
     """The steps table at the width it is drawn at: ids and words are never split inside, so in
     a narrow terminal (under WIDE columns) the start column gives its room to error / decision
     (History has the times)."""
@@ -148,19 +158,34 @@ class _StepsTable:
         self.snap, self.now = snap, now
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield _steps_table(self.snap, self.now, with_start=options.max_width >= self.WIDE)
+        yield _steps_table(*self.cells(options.max_width))
+
+    def cells(self, width: int) -> tuple[tuple[str, ...], list[tuple[str | Text, ...]]]:
+        """The column headers and the rows' cells at `width` (the last column wraps; the others
+        never do)."""
+        return _steps_cells(self.snap, self.now, with_start=width >= self.WIDE)
 
 
-def _steps_table(snap: dict[str, Any], now: float, with_start: bool = True) -> Table:
+def _steps_table(cols: tuple[str, ...], rows: list[tuple[str | Text, ...]]) -> Table:
+    from rich.table import Table
+
     table = Table(title=None, box=None, pad_edge=False, show_edge=False, expand=False)
+    for col in cols[:-1]:
+        table.add_column(col, no_wrap=True)
+    table.add_column(cols[-1], overflow="fold")  # wraps between words (folds only a word too long)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _steps_cells(snap: dict[str, Any], now: float,
+                 with_start: bool = True) -> tuple[tuple[str, ...], list[tuple[str | Text, ...]]]:
     cols = ("step", "status", "attempt", "start", "duration", "outcome") if with_start else \
         ("step", "status", "attempt", "duration", "outcome")
-    for col in cols:
-        table.add_column(col, no_wrap=True)
-    table.add_column("error / decision", overflow="fold")  # wraps between words (folds only a word too long)
+    rows: list[tuple[str | Text, ...]] = []
 
-    def add_row(*cells: Any) -> None:
-        table.add_row(*(c for i, c in enumerate(cells) if with_start or i != 3))
+    def add_row(*cells: str | Text) -> None:
+        rows.append(tuple(c for i, c in enumerate(cells) if with_start or i != 3))
     for st in snap["steps"]:
         first = True
         for a in st["attempts"] or [None]:
@@ -189,7 +214,7 @@ def _steps_table(snap: dict[str, Any], now: float, with_start: bool = True) -> T
             rec = st["recoveryError"]
             add_row("", "", "", "", "", "recovering", f"from {st['fromStepExecutionId']}: "
                           f"{rec['errorType']}: {rec['detail']}")
-    return table
+    return (*cols, "error / decision"), rows
 
 
 def _wait_for_text(st: dict[str, Any], a: dict[str, Any]) -> str:

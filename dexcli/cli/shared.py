@@ -96,10 +96,25 @@ def _out_console_class() -> Any:
     return _OutConsole
 
 
+def _pipe_width() -> int:
+    """The width stdout's console draws at when stdout is not a terminal: $COLUMNS, else 160."""
+    return int(os.environ.get("COLUMNS", "0") or 0) or 160
+
+
+def plain_width() -> int | None:
+    """The width to print at when stdout's console would print no styles (stdout is not a
+    terminal and nothing tells Rich it is one: TTY_COMPATIBLE, FORCE_COLOR), else None."""
+    if sys.stdout.isatty() or "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return None
+    if (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") != "utf8":
+        return None
+    return _pipe_width()
+
+
 def out_console() -> Console:
     width = None
     if not sys.stdout.isatty():  # pipes and files: do not wrap at 80 columns
-        width = int(os.environ.get("COLUMNS", "0") or 0) or 160
+        width = _pipe_width()
     # markup off: a `[bold]` in stored text prints as written (dex styles with Text, never markup)
     console: Console = _out_console_class()(no_color=_no_color(), highlight=False, soft_wrap=False, width=width,
                                             markup=False)

@@ -67,7 +67,7 @@ def stop(
 
 def _matching(store: Store, query: str) -> tuple[list[FlowRecord], int]:
     """The running flows the query matches (every page), and how many closed ones it matched."""
-    from dexcli.cli.read_cmds import declared_search_keys
+    from dexcli.cli.list_view import declared_search_keys
     from dexcli.store.search import MAX_PAGE_SIZE, search_flows
 
     running: list[FlowRecord] = []

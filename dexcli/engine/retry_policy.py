@@ -3,22 +3,18 @@
 backoff rule (`delay_after`), and a run's place among its retries (`attempt_of`,
 `first_run_of`, `describe` for inspect). Read-only: the retry itself, a state change, is
 `transitions/flow_retry.py`. Imports nothing of the engine, so the read-only views (`dex list`)
-load it without the engine's transitions."""
+load it without the engine's transitions (and without the SDK's options, which only a start and a
+retry read)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dexcli.sdk.options import (
-    DEFAULT_BACKOFF_COEFFICIENT,
-    DEFAULT_INITIAL_INTERVAL,
-    DEFAULT_MAXIMUM_INTERVAL,
-    RetryPolicy,
-    backoff_delay,
-    retry_problems,
-)
 from dexcli.store import FlowRecord, FlowState
+
+if TYPE_CHECKING:
+    from dexcli.sdk.options import RetryPolicy
 
 IN_PROGRESS, EXHAUSTED = "IN_PROGRESS", "MAXIMUM_ATTEMPTS_REACHED"
 
@@ -28,6 +24,14 @@ def policy_json(policy: RetryPolicy | None, where: str) -> str | None:
     What Dex would refuse, or not apply, is refused here (ValueError / TypeError)."""
     if policy is None:
         return None
+    from dexcli.sdk.options import (
+        DEFAULT_BACKOFF_COEFFICIENT,
+        DEFAULT_INITIAL_INTERVAL,
+        DEFAULT_MAXIMUM_INTERVAL,
+        RetryPolicy,
+        retry_problems,
+    )
+
     if not isinstance(policy, RetryPolicy):
         raise TypeError(f"{where}(retry_policy=...) takes a RetryPolicy, not {type(policy).__name__}")
     if policy.total_duration is not None:
@@ -57,6 +61,8 @@ def first_run_of(flow: FlowRecord) -> str:
 
 def delay_after(policy: dict[str, Any], attempt: int) -> float:
     """Seconds between run `attempt` failing and the next run beginning."""
+    from dexcli.sdk.options import backoff_delay
+
     return backoff_delay(float(policy["initialInterval"]), float(policy["backoffCoefficient"]),
                          float(policy["maximumInterval"]), attempt)
 
