@@ -7,6 +7,8 @@ running elsewhere, with a timeout or an offset), not every step a long-lived dat
 
 from __future__ import annotations
 
+from typing import Any
+
 # steps_open: queued, backing off or waiting steps, by (status, next_attempt_at)
 STEPS_DUE = "s.status IN ('QUEUED', 'BACKOFF', 'WAITING')"
 # flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
@@ -25,3 +27,15 @@ def foreign_running(select: str, cond: str = "") -> str:
 # a flow's history, by key (see schema.sql): bind the flow id twice
 HISTORY_OF = ("seq > (SELECT num FROM flows WHERE flow_id = ?) << 24 "
               "AND seq < ((SELECT num FROM flows WHERE flow_id = ?) + 1) << 24")
+
+
+def prefix_range(column: str, prefix: str) -> tuple[str, list[Any]]:
+    """`column` starts with `prefix`, as a range an index reads: from the prefix up to the prefix
+    with its last character's successor (code point order is UTF-8's, SQLite's BINARY order)."""
+    if not prefix:
+        return f"{column} IS NOT NULL", []
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return f"substr({column}, 1, ?) = ?", [len(prefix), prefix]
+    upper = prefix[:-1] + chr(last + 1 if last + 1 not in range(0xD800, 0xE000) else 0xE000)
+    return f"{column} >= ? AND {column} < ?", [prefix, upper]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from dexcli.store.indexed import prefix_range
 from dexcli.store.query import Compare, Literal, Logical, Node, Not, Query, QueryError
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
@@ -158,7 +159,7 @@ def _active_steps(c: Compare) -> tuple[str, list[Any]]:
     if c.op == "!=":
         return f"({_ACTIVE.format('')} AND NOT {_ACTIVE.format(' AND s.step_type = ?')})", [lit.value]
     if c.op == "STARTS_WITH":
-        cond, args = _prefix("s.step_type", lit.value)
+        cond, args = prefix_range("s.step_type", lit.value)
         return _ACTIVE.format(f" AND {cond}"), args
     raise QueryError(f"{c.key} takes =, !=, IN, NOT IN or STARTS_WITH, not {c.op}", c.column)
 
@@ -186,22 +187,10 @@ def _builtin(b: Builtin, c: Compare) -> tuple[str, list[Any]]:
                 raise QueryError(f"{c.key} is compared with a quoted string", v.column, v.text)
         values = [v.value for v in c.values]
         if c.op == "STARTS_WITH":
-            return _prefix(b.column, values[0])
+            return prefix_range(b.column, values[0])
     if c.op == "BETWEEN":
         return f"{b.column} BETWEEN ? AND ?", values
     return f"{b.column} {c.op} ?", values
-
-
-def _prefix(column: str, prefix: str) -> tuple[str, list[Any]]:
-    """`column` starts with `prefix`, as a range an index reads: from the prefix up to the prefix
-    with its last character's successor (code point order is UTF-8's, SQLite's BINARY order)."""
-    if not prefix:
-        return f"{column} IS NOT NULL", []
-    last = ord(prefix[-1])
-    if last >= 0x10FFFF:
-        return f"substr({column}, 1, ?) = ?", [len(prefix), prefix]
-    upper = prefix[:-1] + chr(last + 1 if last + 1 not in range(0xD800, 0xE000) else 0xE000)
-    return f"{column} >= ? AND {column} < ?", [prefix, upper]
 
 
 def _seconds(lit: Literal, key: str) -> float:
@@ -258,7 +247,7 @@ def _subquery(c: Compare, known: str | None, form: str) -> tuple[str, tuple[Any,
         escaped = words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         test, args = f"' ' || {_WORDS_SQL} || ' ' LIKE ? ESCAPE '\\' AND text IS NOT NULL", [f"% {escaped} %"]
     elif c.op == "STARTS_WITH":
-        test, args = _prefix(column, value)
+        test, args = prefix_range(column, value)
     elif c.op == "BETWEEN":
         test, args = f"{column} BETWEEN ? AND ?", [value, _index_value(c, c.values[1], kind)[1]]
     else:

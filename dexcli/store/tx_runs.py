@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.store.indexed import FLOWS_WITH_TIMEOUT
+from dexcli.store.indexed import FLOWS_WITH_TIMEOUT, prefix_range
 from dexcli.store.records import (
     FLOW_COLUMNS,
     HISTORY_COLUMNS,
@@ -159,10 +159,8 @@ class RunStatements:
 
     def archived_runs(self, flow_id: str) -> list[FlowRecord]:
         """The earlier runs of a flow id, kept as `<flow_id>$<run_id>`, oldest first."""
-        # the ids that start with `<flow_id>$` are those in [`<flow_id>$`, `<flow_id>%`) (BINARY order,
-        # '%' follows '$'): a range of the primary key's index, not a scan of every flow
-        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id >= ? AND flow_id < ? ORDER BY num",
-                              (flow_id + ARCHIVE_SEPARATOR, flow_id + chr(ord(ARCHIVE_SEPARATOR) + 1))).fetchall()
+        where, args = prefix_range("flow_id", flow_id + ARCHIVE_SEPARATOR)  # the primary key's index, no scan
+        rows = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE {where} ORDER BY num", args).fetchall()
         return [flow_record(r, db_of(self.c)) for r in rows]
 
     def copy_history(self, source: str, target: str, last_event_id: int) -> None:
