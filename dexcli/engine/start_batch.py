@@ -1,0 +1,73 @@
+"""The starts an AsyncClient asks for in one event-loop pass, as one unit of the group commit.
+
+Each `AsyncClient.start_flow` (`Engine.start_flow_async`) on the engine's loop joins the open
+batch while that batch is the last unit queued for the pass's transaction (so the batch keeps
+its place among the other writes queued in the pass); otherwise it opens a new one. The batch's
+unit applies its starts with `transitions.start_all`: in their order, the ones of free flow
+ids written together, each with its own outcome. A start that raises (a refused flow id, a
+second start of one flow id in the batch that its id reuse policy refuses) is undone alone and
+its caller gets that error; the others commit. If the transaction itself fails, every start of
+the batch gets that error. A caller is answered after COMMIT, after its start's `after` (the
+engine's follow-up: the flowStarted event, its first attempt begun).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from dexcli.engine import transitions as t
+from dexcli.engine.batch import GroupCommit, Unit
+from dexcli.store import Tx
+
+_Pending = tuple[t.StartRequest, str | None, "asyncio.Future[t.Started]"]  # (request, lease owner, its caller's)
+_Outcome = list[tuple[_Pending, t.Started | Exception]]
+
+
+class StartBatches:
+    def __init__(self, commits: GroupCommit, now: Callable[[str], float],
+                 after: Callable[[t.StartRequest, t.Started], None]) -> None:
+        self._commits = commits
+        self._now = now  # the time on a flow's clock
+        self._after = after  # after COMMIT, for each start written
+        self._unit: Unit[_Outcome] | None = None
+        self._pending: list[_Pending] = []
+
+    def submit(self, req: t.StartRequest, owner: str | None) -> asyncio.Future[t.Started]:
+        """Queue a start in this pass's batch; the future resolves after its COMMIT."""
+        future: asyncio.Future[t.Started] = asyncio.get_running_loop().create_future()
+        if self._unit is None or self._commits.last() is not self._unit:
+            pending: list[_Pending] = []
+            self._pending = pending
+            self._unit = Unit(lambda tx: self._apply(tx, pending), self._done,
+                              failed=lambda exc: _fail(pending, exc))
+            self._commits.queue(self._unit)
+        self._pending.append((req, owner, future))
+        return future
+
+    def _apply(self, tx: Tx, pending: list[_Pending]) -> _Outcome:
+        live = [p for p in pending if not p[2].cancelled()]  # (applied again if another unit rolls back)
+        now = self._now
+        return list(zip(live, t.start_all(tx, [t.Starting(req, now(req.flow_id), owner) for req, owner, _ in live]),
+                        strict=True))
+
+    def _done(self, outcome: _Outcome) -> None:
+        for (req, _, future), result in outcome:
+            if isinstance(result, Exception):
+                if not future.done():
+                    future.set_exception(result)
+                continue
+            try:
+                self._after(req, result)
+            except Exception as exc:  # committed, but reporting it failed (a listener)
+                if not future.done():
+                    future.set_exception(exc)
+                continue
+            if not future.done():
+                future.set_result(result)
+
+
+def _fail(pending: list[_Pending], exc: BaseException) -> None:
+    for _, _, future in pending:
+        if not future.done():
+            future.set_exception(exc)
