@@ -10,14 +10,20 @@ its caller gets that error; the others commit. If the transaction itself fails, 
 the batch gets that error. A caller is answered after COMMIT, after its start's `after` (the
 engine's follow-up: the flowStarted event, its first attempt begun).
 
-The cyclic garbage collector is paused while a batch of starts is applied. What the batch
-builds (the rows, the step records, the outcomes) is all alive until it returns, so a
-collection in it frees nothing of it; it only walks the heap, and with 10,000 starts pending
-that heap is the 10,000 callers' tasks too: each full collection took 30-90 ms, two or three
-per batch of 10,000. The pause is as long as the batch's statements (no await, no user code
-runs in it); what other threads make meanwhile is collected after it. GC settings are left as
-they are: a client runs in its user's process, whose collector is the user's to tune (a worker
-freezes its heap at start, dexcli.engine.process.tune_gc).
+The cyclic garbage collector is paused from when a batch of starts is applied until its
+callers are told (or it failed): what the batch builds (the rows, the step records, the
+outcomes) is all alive until then, so a collection in between frees nothing of it; it only
+walks the heap, and with 10,000 starts pending that heap is the 10,000 callers' tasks too:
+each full collection took 30-90 ms here, two or three per batch of 10,000 (turned back on
+right after the batch, it made one more full collection at once, over the batch's outcomes).
+The pause spans the batch's statements, the group commit's COMMIT and the engine's follow-up
+of each start: no await, no step code on this thread (handler threads go on; what they make
+meanwhile is collected after it); a callback on the loop turns it back on at its next pass if
+a failure skipped that. The collector's settings are left as they are: a client runs in its
+user's process, whose collector is the user's to tune (gc.freeze or higher thresholds, as a
+worker sets them: dexcli.engine.process.tune_gc, would keep that process's objects from ever
+being collected, or change how often the user's own garbage is); only a paused-and-resumed
+collector, with nothing to free in between, is a safe default for a library.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class StartBatches:
         self._after = after  # after COMMIT, for each start written
         self._unit: Unit[_Outcome] | None = None
         self._pending: list[_Pending] = []
+        self._paused = False  # this batch paused the cyclic GC
 
     def submit(self, req: t.StartRequest, owner: str | None) -> asyncio.Future[t.Started]:
         """Queue a start in this pass's batch; the future resolves after its COMMIT."""
@@ -50,7 +57,7 @@ class StartBatches:
             pending: list[_Pending] = []
             self._pending = pending
             self._unit = Unit(lambda tx: self._apply(tx, pending), self._done,
-                              failed=lambda exc: _fail(pending, exc))
+                              failed=lambda exc: self._failed(pending, exc))
             self._commits.queue(self._unit)
         self._pending.append((req, owner, future))
         return future
@@ -58,17 +65,30 @@ class StartBatches:
     def _apply(self, tx: Tx, pending: list[_Pending]) -> _Outcome:
         live = [p for p in pending if not p[2].cancelled()]  # (applied again if another unit rolls back)
         now = self._now
-        paused = len(live) > 1 and gc.isenabled()
-        if paused:  # see the module's docstring
+        loop = _running_loop() if len(live) > 1 and gc.isenabled() else None
+        if loop is not None:  # paused until its outcome is told: see the module's docstring
             gc.disable()
+            self._paused = True
+            loop.call_soon(self._resume_gc)  # at the latest (if a failure skipped that)
         try:
             return list(zip(live, t.start_all(tx, [t.Starting(req, now(req.flow_id), owner) for req, owner, _ in live]),
                             strict=True))
-        finally:
-            if paused:
-                gc.enable()
+        except BaseException:
+            self._resume_gc()
+            raise
+
+    def _resume_gc(self) -> None:
+        if self._paused:
+            self._paused = False
+            gc.enable()
 
     def _done(self, outcome: _Outcome) -> None:
+        try:
+            self._tell(outcome)
+        finally:
+            self._resume_gc()
+
+    def _tell(self, outcome: _Outcome) -> None:
         for (req, _, future), result in outcome:
             if isinstance(result, Exception):
                 if not future.done():
@@ -83,8 +103,15 @@ class StartBatches:
             if not future.done():
                 future.set_result(result)
 
+    def _failed(self, pending: list[_Pending], exc: BaseException) -> None:
+        self._resume_gc()
+        for _, _, future in pending:
+            if not future.done():
+                future.set_exception(exc)
 
-def _fail(pending: list[_Pending], exc: BaseException) -> None:
-    for _, _, future in pending:
-        if not future.done():
-            future.set_exception(exc)
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -4,6 +4,7 @@ together in one transaction, in their order, each caller with its own outcome.""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -157,3 +158,25 @@ def test_a_start_cancelled_before_its_commit_is_not_written(env: DexTestEnv) -> 
     assert env.store.get_flow("b") is None
     env.drive()
     assert env.result("a").status is FlowStatus.COMPLETED
+
+
+def test_the_collector_is_paused_while_a_batch_is_written_and_on_again_after(env: DexTestEnv,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    add_events = Tx.add_events
+    seen: list[bool] = []
+
+    def looking(self: Tx, events: list[tuple[str, float, str, str]]) -> None:
+        seen.append(gc.isenabled())
+        add_events(self, events)
+
+    monkeypatch.setattr(Tx, "add_events", looking)
+    assert gc.isenabled()
+    got, _ = _together(env, _start("a", 1), _start("b", 2))
+    assert seen == [False] and gc.isenabled() and all(isinstance(r, str) for r in got)
+
+    def failing(self: Tx, flow_ids: list[str]) -> set[str]:
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(Tx, "taken_flow_ids", failing)
+    got, _ = _together(env, _start("c", 1), _start("d", 2))
+    assert all(isinstance(r, RuntimeError) for r in got) and gc.isenabled()
