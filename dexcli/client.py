@@ -130,7 +130,8 @@ class _Ops(WaitOps):
 
     def start(self, flow: Flow[Any], flow_id: str | None, input: Any,
               options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
-        return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, options=options or StartFlowOptions())
+        # None (no options) takes start_request's short way: the defaults, without resolving them (~8 µs)
+        return self.engine.start_flow(flow, flow_id, input, flow_ref=flow_ref, options=options)
 
     def stop(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         options = options or StopFlowOptions()
@@ -436,8 +437,7 @@ class AsyncClient(_Closing):
 
     async def start_flow(self, flow: Flow[Any], flow_id: str | None, input: Any,
                          options: StartFlowOptions | None = None, *, flow_ref: str | None = None) -> str:
-        return await self.engine.start_flow_async(flow, flow_id, input, flow_ref=flow_ref,
-                                                  options=options or StartFlowOptions())
+        return await self.engine.start_flow_async(flow, flow_id, input, flow_ref=flow_ref, options=options)
 
     async def stop_flow(self, flow_id: str, options: StopFlowOptions | None = None) -> None:
         self._ops.stop(flow_id, options)

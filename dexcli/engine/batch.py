@@ -78,6 +78,11 @@ class GroupCommit:
         else:
             self._enqueue(unit, loop)
 
+    def last(self) -> Unit[Any] | None:
+        """The unit queued last for this pass's transaction (None once it is flushed): a
+        caller that batches its own writes into one unit may add to it while it is last."""
+        return self._queue[-1] if self._queue else None
+
     def _enqueue(self, unit: Unit[Any], loop: asyncio.AbstractEventLoop) -> None:
         self._queue.append(unit)
         self._loop = loop

@@ -36,7 +36,7 @@ from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
-from dexcli.engine.batch import GroupCommit, Unit
+from dexcli.engine.batch import GroupCommit
 from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
@@ -50,6 +50,7 @@ from dexcli.engine.outcome import judge
 from dexcli.engine.outputs import OutputQueue
 from dexcli.engine.process import process_owner
 from dexcli.engine.schedule import Scheduler, SchedulerHooks
+from dexcli.engine.start_batch import StartBatches
 from dexcli.engine.start_request import start_request
 from dexcli.engine.step_threads import on_handler_thread
 from dexcli.engine.sync_attempt import SyncAttempt, SyncHooks, halt
@@ -107,6 +108,7 @@ class Engine:
         self._endings = Endings(EndingsHooks(self._faults, self._commits, self.events, self.definitions,
                                              self._scheduler, self._stats, self._offsets, self._runs, self._now,
                                              self._start_attempt, self._runs_of))
+        self._starts = StartBatches(self._commits, self._now, self._after_start)  # AsyncClient starts, batched
         self._deadlines: Watch | None = None  # attempts' watchdogs, on run()'s loop
         self._halting = False  # run()'s attempts are being stopped: no chain of sync steps goes on
         self._sync = SyncHooks(store, self._faults, self.events, self.definitions, self._commits, self._endings,
@@ -235,7 +237,8 @@ class Engine:
                                ignore_already_started: bool = False, options: StartFlowOptions | None = None
                                ) -> str:
         """`start_flow` for code on the engine's loop. Starts requested in the same loop pass
-        share one transaction (group commit); each returns once committed. While this engine
+        share one transaction (group commit), written together (dexcli.engine.start_batch); each
+        returns once committed, or raises its own error. While this engine
         runs every flow (a worker), the start step's first attempt is leased to it in that
         transaction and starts at once."""
         req = start_request(self.definitions, flow, flow_id, input, flow_ref, request_id, ignore_already_started,
@@ -244,9 +247,7 @@ class Engine:
             self._check_store_names(json.loads(req.settings.flow_config))
         self._scheduler.adopt(req.flow_id)
         owner = self._owner if self._scheduler.drives(req.flow_id) else None
-        started = await self._commits.submit(Unit(
-            lambda tx: t.start(tx, req, self._now(req.flow_id), owner), lambda s: self._after_start(req, s)))
-        return started.run_id
+        return (await self._starts.submit(req, owner)).run_id
 
     def _after_start(self, req: t.StartRequest, started: t.Started) -> None:
         if started.terminated is not None:  # ALLOW_TERMINATE_IF_RUNNING ended the previous run

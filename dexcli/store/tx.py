@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from operator import attrgetter
 from typing import Any
 
@@ -56,6 +57,9 @@ _INSERT_STEP = (f"INSERT INTO steps ({', '.join(_NEW_STEP_FIELDS)}) "
 _ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT COALESCE((SELECT MAX(h.seq) "
               "FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), f.num << 24) + 1, "
               "f.flow_id, ?, ?, ? FROM flows f WHERE f.flow_id = ?")
+_INSERT_FLOW = ("INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
+                "ON CONFLICT(flow_id) DO NOTHING")
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -110,6 +114,16 @@ def _earlier_numbers(step_numbers: str | None, step_type: str) -> tuple[int, int
     return int(counts.get(step_type, 0)), int(counts.get("", 0))
 
 
+def _new_step_row(step: StepRecord) -> list[Any]:
+    """A new step's INSERT parameters (its later fields must still be their defaults)."""
+    if _LATER_VALUES(step) != _LATER_DEFAULTS:
+        raise ValueError(f"step {step.step_execution_id}: a new step has no heartbeat, decision, wait, "
+                         "locals or lock wait yet")
+    values = list(_NEW_STEP_VALUES(step))
+    values[_STATUS], values[_METHOD] = step.status.value, step.method.value
+    return values
+
+
 def _in(ids: list[str]) -> str:
     return f"({','.join('?' for _ in ids)})"
 
@@ -138,12 +152,35 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def insert_flow_if_new(self, flow_id: str, run_id: str, flow_type: str, flow_ref: str | None,
                            input: str | None, request_id: str, start_time: float) -> bool:
         """Insert a RUNNING flow unless its id exists (then nothing is written)."""
-        cur = self.c.execute(
-            "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
-            "ON CONFLICT(flow_id) DO NOTHING",
-            (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id, start_time))
+        cur = self.c.execute(_INSERT_FLOW, (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id,
+                                            start_time))
         return bool(cur.rowcount == 1)
+
+    def insert_flows(self, rows: list[tuple[str, str, str, str | None, str | None, str, float]]) -> None:
+        """`insert_flow_if_new` for many flows whose ids are free (`taken_flow_ids`), in order:
+        one statement. A row whose id turned out taken raises (nothing of this call stays then
+        only if the caller rolls back: run it in a savepoint)."""
+        cur = self.c.executemany(_INSERT_FLOW, [(f, r, t, ref, _RUNNING, i, q, at) for f, r, t, ref, i, q, at in rows])
+        if cur.rowcount != len(rows):
+            raise StoreError(f"{len(rows) - cur.rowcount} of {len(rows)} new flow ids were taken")
+
+    def taken_flow_ids(self, flow_ids: list[str]) -> set[str]:
+        """Which of these flow ids have a flow (one statement, the ids as one JSON parameter)."""
+        rows = self.c.execute("SELECT flow_id FROM flows WHERE flow_id IN (SELECT value FROM json_each(?))",
+                              (_encode(flow_ids),)).fetchall()
+        return {r[0] for r in rows}
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A part of the transaction undone alone if it raises (the rest stays)."""
+        self.c.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            self.c.execute("ROLLBACK TO part")
+            self.c.execute("RELEASE part")
+            raise
+        self.c.execute("RELEASE part")
 
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         row = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
@@ -192,12 +229,14 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def insert_step(self, step: StepRecord) -> None:
         """Insert a new step execution (its later fields must still be their defaults)."""
-        if _LATER_VALUES(step) != _LATER_DEFAULTS:
-            raise ValueError(f"step {step.step_execution_id}: a new step has no heartbeat, decision, wait, "
-                             "locals or lock wait yet")
-        values = list(_NEW_STEP_VALUES(step))
-        values[_STATUS], values[_METHOD] = step.status.value, step.method.value
-        self.c.execute(_INSERT_STEP, values)
+        self.c.execute(_INSERT_STEP, _new_step_row(step))
+
+    def insert_steps(self, steps: list[StepRecord]) -> None:
+        """`insert_step` for many new step executions: one statement."""
+        if len(steps) == 1:
+            self.c.execute(_INSERT_STEP, _new_step_row(steps[0]))
+        else:
+            self.c.executemany(_INSERT_STEP, [_new_step_row(step) for step in steps])
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
@@ -351,6 +390,16 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                                       flow_id, seid))
 
     # --- history --------------------------------------------------------------------------
+    def add_events(self, events: list[tuple[str, float, str, str]]) -> None:
+        """`add_event` for many (flow id, time, type, encoded payload): one statement."""
+        if len(events) == 1:
+            flow_id, now, type_, text = events[0]
+            cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
+        else:
+            cur = self.c.executemany(_ADD_EVENT, [(now, type_, text, flow_id) for flow_id, now, type_, text in events])
+        if cur.rowcount != len(events):
+            raise StoreError(f"{len(events) - cur.rowcount} of {len(events)} events have no flow to go to")
+
     def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> None:
         """Append a history event, numbered after the flow's last; `payload` is a dict, or an
         object already encoded (see json_object)."""

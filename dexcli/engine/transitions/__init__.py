@@ -6,7 +6,7 @@ dexcli.engine.batch) and acts on the result after COMMIT. None of them keeps sta
 tasks or reports events. A write for an attempt this process no longer owns raises `Fenced`
 and the caller's transaction is rolled back.
 
-    start      a flow row, its start step queued (or leased), FlowStarted
+    start      a flow row, its start step queued (or leased), FlowStarted (`start_all`: many in one go)
     lease      a queued or backing-off step's next attempt, to one owner
     heartbeat  an attempt's heartbeat, checkpoint and Stream messages
     complete   an attempt's decision: next steps, collected output, StepExecuteCompleted, maybe close
@@ -27,11 +27,13 @@ from dexcli.engine.deadlines import method_options
 from dexcli.engine.transitions import continuing, flow_retry, waiting
 from dexcli.engine.transitions.flows import (
     Started,
+    Starting,
     StartRequest,
     allows,
     answered,
     close,
     start,
+    start_all,
     stop,
 )
 from dexcli.engine.transitions.outcomes import (
@@ -82,6 +84,7 @@ __all__ = [
     "START_SOURCE",
     "StartRequest",
     "Started",
+    "Starting",
     "TimedOut",
     "allows",
     "answered",
@@ -104,6 +107,7 @@ __all__ = [
     "release",
     "release_left",
     "start",
+    "start_all",
     "stop",
     "waiting",
 ]

@@ -23,11 +23,11 @@ from typing import Any
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions import flow_retry
-from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, queue_step
+from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, new_step, queue_steps
 from dexcli.engine.transitions.subflow_results import report_to_parent
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.registry import FlowDefinition
-from dexcli.store import FlowRecord, FlowState, StartSettings, Tx, json_object, timeout_time
+from dexcli.store import FlowRecord, FlowState, StartSettings, StepRecord, Tx, json_object, timeout_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,54 +62,147 @@ def answered(req: StartRequest, existing: FlowRecord) -> bool:
     raise FlowAlreadyStartedError(f"flow {req.flow_id} already exists ({existing.status.value}, {existing.flow_type})")
 
 
+@dataclass(frozen=True, slots=True)
+class Starting:
+    """One start of a batch (`start_all`): the request, the time on its flow's clock, and the
+    owner its first attempt is leased to (None: queued for any worker)."""
+
+    req: StartRequest
+    now: float
+    owner: str | None = None
+
+
 def start(tx: Tx, req: StartRequest, now: float, owner: str | None = None) -> Started:
     """Create the flow and queue its start step (leased to `owner` when given, unless it has a
     start delay); a flow without one starts with no step, RUNNING until an RPC starts one. A
     taken flow id is refused before anything is written (or answered with the existing run for
     the same request id under ignore_already_started), unless the id reuse policy lets a new run
     replace the old one (`allows`, `make_room`)."""
-    run_id, request_id, s = new_uuid(), req.request_id or new_uuid(), req.settings
-    input_json = req.start.input_json if req.start is not None else "null"
-    args = (req.flow_id, run_id, req.definition.flow_type, req.flow_ref, input_json, request_id, now)
+    run_id, request_id = new_uuid(), req.request_id or new_uuid()
+    args = _flow_row(req, run_id, request_id, now)
     previous = None
     if not tx.insert_flow_if_new(*args):
         existing = tx.get_flow(req.flow_id)
         assert existing is not None
         if answered(req, existing):
             return Started(existing.run_id, False)
-        previous = make_room(tx, existing, s.id_reuse_policy or "DEFAULT", run_id, now)
+        previous = make_room(tx, existing, req.settings.id_reuse_policy or "DEFAULT", run_id, now)
         tx.insert_flow_if_new(*args)
-    plain = s.is_default
-    if not plain:
-        tx.set_start_settings(req.flow_id, s, now)
-    delay = s.start_delay or 0.0
-    if previous is not None:  # never lease at once: an outcome of the old run's same-named step is still fenced
-        owner = None
-    initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
-    step = None if req.start is None else queue_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1),
-                                                      None if delay else owner)
-    head = {"flowType": req.definition.flow_type, "runId": run_id}
-    if step is not None:
-        head["startStepType"], head["startStepExecutionId"] = step.step_type, step.step_execution_id
-    rest = {} if plain else _start_options(s, now)  # each key only when given
-    if previous:
-        rest["previousRunId"] = previous.previous_run_id
-    if initial:
-        rest["initialAttributes"] = initial
-    if req.parent:
-        rest["parentFlowId"], rest["parentStepExecutionId"] = req.parent
-    tx.add_event(req.flow_id, now, "FlowStarted", json_object(head, ("input", input_json), rest))
-    got = None if req.start is None or step is None or step.lease_owner is None or delay else leased(
-        tx, step, run_id, req.start.spec, req.definition, s.flow_config)
-    return Started(run_id, True, got, previous.terminated if previous else None)
+    return _created(tx, [(Starting(req, now, owner), run_id, previous)])[0]
 
 
-def new_uuid() -> str:
+def start_all(tx: Tx, starts: list[Starting]) -> list[Started | Exception]:
+    """Many starts in one transaction, in their order, each with the outcome `start` gives it
+    alone: its Started, or the exception it raised (a refused start's FlowAlreadyStartedError),
+    that start undone alone (a savepoint) and the others written. The starts whose flow id is
+    free (no flow has it, no earlier start of the batch takes it) are written together, one
+    statement per table; a start of a taken id (id reuse, a second start of one id in the
+    batch) is applied alone by `start`, in its place in the order. If writing such a group
+    raises, its starts are applied again one by one, so that only the one at fault fails."""
+    taken = tx.taken_flow_ids([s.req.flow_id for s in starts])
+    out: list[Started | Exception] = []
+    free: list[Starting] = []
+    for s in starts:
+        if s.req.flow_id in taken:
+            _write_free(tx, free, out)
+            out.append(_alone(tx, s))
+        else:
+            taken.add(s.req.flow_id)
+            free.append(s)
+    _write_free(tx, free, out)
+    return out
+
+
+def _write_free(tx: Tx, free: list[Starting], out: list[Started | Exception]) -> None:
+    """Write the starts of free flow ids together (see start_all); `free` is emptied."""
+    if not free:
+        return
+    got: list[Started | Exception]
+    try:
+        with tx.savepoint():
+            ids = iter(new_uuids(2 * len(free)))
+            made = [(s, next(ids), s.req.request_id or next(ids)) for s in free]
+            tx.insert_flows([_flow_row(s.req, run_id, request_id, s.now) for s, run_id, request_id in made])
+            got = list(_created(tx, [(s, run_id, None) for s, run_id, _ in made]))
+    except Exception:  # one of them raised: which one, only applying them one by one tells
+        got = [_alone(tx, s) for s in free]
+    out.extend(got)
+    free.clear()
+
+
+def _alone(tx: Tx, s: Starting) -> Started | Exception:
+    try:
+        with tx.savepoint():
+            return start(tx, s.req, s.now, s.owner)
+    except Exception as exc:
+        return exc
+
+
+def _flow_row(req: StartRequest, run_id: str, request_id: str, now: float
+              ) -> tuple[str, str, str, str | None, str, str, float]:
+    input_json = req.start.input_json if req.start is not None else "null"
+    return req.flow_id, run_id, req.definition.flow_type, req.flow_ref, input_json, request_id, now
+
+
+def _created(tx: Tx, made: list[tuple[Starting, str, Reused | None]]) -> list[Started]:
+    """What a start writes once its flow's row is in (each with its new run id and the
+    previous run it replaced, if any): its start options, initial attributes, start step and
+    FlowStarted; the start steps, and the events, of all of them in one statement each."""
+    news: list[tuple[StepRecord, tuple[str, str] | None]] = []
+    parts: list[tuple[StepRecord | None, dict[str, Any] | None]] = []
+    for s, _, previous in made:
+        req, now, settings = s.req, s.now, s.req.settings
+        if not settings.is_default:
+            tx.set_start_settings(req.flow_id, settings, now)
+        delay = settings.start_delay or 0.0
+        # never lease at once after id reuse: an outcome of the old run's same-named step is still fenced
+        owner = None if previous is not None or delay else s.owner
+        initial = apply_writes(tx, req.flow_id, req.attributes, now) if req.attributes else None
+        step = None
+        if req.start is not None:
+            news.append(new_step(tx, req.flow_id, req.start, START_SOURCE, now + delay, (1, 1), owner))
+            step = news[-1][0]
+        parts.append((step, initial))
+    if news:
+        queue_steps(tx, news)
+    events: list[tuple[str, float, str, str]] = []
+    for (s, run_id, previous), (step, initial) in zip(made, parts, strict=True):
+        req, settings = s.req, s.req.settings
+        head = {"flowType": req.definition.flow_type, "runId": run_id}
+        if step is not None:
+            head["startStepType"], head["startStepExecutionId"] = step.step_type, step.step_execution_id
+        rest = {} if settings.is_default else _start_options(settings, s.now)  # each key only when given
+        if previous:
+            rest["previousRunId"] = previous.previous_run_id
+        if initial:
+            rest["initialAttributes"] = initial
+        if req.parent:
+            rest["parentFlowId"], rest["parentStepExecutionId"] = req.parent
+        input_json = req.start.input_json if req.start is not None else "null"
+        events.append((req.flow_id, s.now, "FlowStarted", json_object(head, ("input", input_json), rest)))
+    tx.add_events(events)
+    out = []
+    for (s, run_id, previous), (step, _) in zip(made, parts, strict=True):
+        req = s.req
+        got = None if req.start is None or step is None or step.lease_owner is None or req.settings.start_delay \
+            else leased(tx, step, run_id, req.start.spec, req.definition, req.settings.flow_config)
+        out.append(Started(run_id, True, got, previous.terminated if previous else None))
+    return out
+
+
+def new_uuid(h: str | None = None) -> str:
     """A random (version 4) UUID's text, as `str(uuid.uuid4())` gives it, without building the
-    UUID object (a sixth of the cost; each start makes two): 16 random bytes in hex, the
-    version digit set to 4 and the variant digit's top bits to 10 (RFC 4122)."""
-    h = os.urandom(16).hex()
+    UUID object (a sixth of the cost; each start makes two): 16 random bytes in hex (`h`, or
+    new ones), the version digit set to 4 and the variant digit's top bits to 10 (RFC 4122)."""
+    if h is None:
+        h = os.urandom(16).hex()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+def new_uuids(n: int) -> list[str]:
+    """`n` new_uuid()s from one read of random bytes (a read costs half a new_uuid)."""
+    h = os.urandom(16 * n).hex()
+    return [new_uuid(h[i:i + 32]) for i in range(0, 32 * n, 32)]
 
 
 _VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}  # a hex digit with its top two bits 10

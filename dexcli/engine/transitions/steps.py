@@ -85,6 +85,26 @@ class Closed:
 def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, numbers: tuple[int, int],
                 owner: str | None = None, recovery_error: dict[str, str] | None = None) -> StepRecord:
     """Insert a step execution, QUEUED, or RUNNING with attempt 1 leased to `owner`."""
+    step, conflict = new_step(tx, flow_id, nxt, from_seid, now, numbers, owner, recovery_error)
+    tx.insert_step(step)
+    if conflict is not None:
+        tx.wait_for_lock(flow_id, step.step_execution_id, conflict[0], now)
+    return step
+
+
+def queue_steps(tx: Tx, new: list[tuple[StepRecord, tuple[str, str] | None]]) -> None:
+    """`queue_step` for many step executions `new_step` made (one INSERT statement)."""
+    tx.insert_steps([step for step, _ in new])
+    for step, conflict in new:
+        if conflict is not None:
+            tx.wait_for_lock(step.flow_id, step.step_execution_id, conflict[0], step.scheduled_at)
+
+
+def new_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, numbers: tuple[int, int],
+             owner: str | None = None, recovery_error: dict[str, str] | None = None
+             ) -> tuple[StepRecord, tuple[str, str] | None]:
+    """The step execution `queue_step` inserts, its locks taken when it is leased to `owner`
+    (or the lock it waits for instead: it is queued then), before it is inserted."""
     n, seq = numbers
     waits = nxt.spec.has_wait_for
     wait_opts = (nxt.wait_options or resolve_wait_options(nxt.spec.options())) if waits else None
@@ -107,10 +127,7 @@ def queue_step(tx: Tx, flow_id: str, nxt: NextStep, from_seid: str, now: float, 
         recovery_error=json.dumps(recovery_error) if recovery_error else None, decision=None, end_time=None,
         method=Method.WAIT_FOR if waits else Method.EXECUTE,
         wait_options=wait_opts.to_json() if wait_opts is not None else None)
-    tx.insert_step(step)
-    if conflict is not None:
-        tx.wait_for_lock(flow_id, seid, conflict[0], now)
-    return step
+    return step, conflict
 
 
 def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner: str, now: float) -> Leased | None:
