@@ -21,6 +21,7 @@ from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
     AttemptOutcome,
+    ClosedFlow,
     FlowRecord,
     FlowState,
     Runnable,
@@ -169,17 +170,24 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                            (int(graceful), completions, flow_id))
 
     def close_flow(self, flow_id: str, status: FlowState, now: float, error_type: str | None,
-                   error_message: str | None, completions: str | None = None, if_idle: bool = False) -> bool:
+                   error_message: str | None, completions: str | None = None, if_idle: bool = False
+                   ) -> ClosedFlow | None:
         """Close a running flow; `completions` are set in the same statement when given.
-        `if_idle`: only when it has no open step (the count and the close in one statement)."""
+        `if_idle`: only when it has no open step (the count and the close in one statement).
+        None when it did not close; else what the row says that the close's followers need."""
         extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
         idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND s.status IN {_OPEN})" \
             if if_idle else ""
-        cur = self.c.execute(
+        row = self.c.execute(
             f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
-            f"WHERE flow_id = ? AND status = 'RUNNING'{idle}",
-            (status.value, now, error_type, error_message, *args, flow_id))
-        return bool(cur.rowcount == 1)
+            f"WHERE flow_id = ? AND status = 'RUNNING'{idle} RETURNING completions, parent_flow_id IS NOT NULL, "
+            "EXISTS (SELECT 1 FROM attribute_snapshots a WHERE a.flow_id = flows.flow_id)",
+            (status.value, now, error_type, error_message, *args, flow_id)).fetchone()
+        if row is None:
+            return None
+        if completions is None:  # the stored ones: checked as a read of the row would
+            json_value(row[0], db_of(self.c), "flows", repr(flow_id), "completions")
+        return ClosedFlow(row[0], bool(row[1]), bool(row[2]))
 
     # --- steps ----------------------------------------------------------------------------
     def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
