@@ -57,6 +57,7 @@ _INSERT_STEP = (f"INSERT INTO steps ({', '.join(_NEW_STEP_FIELDS)}) "
 _ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT COALESCE((SELECT MAX(h.seq) "
               "FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), f.num << 24) + 1, "
               "f.flow_id, ?, ?, ? FROM flows f WHERE f.flow_id = ?")
+_APPEND_EVENT = "INSERT INTO history (seq, flow_id, event_time, type, payload) VALUES (?, ?, ?, ?, ?)"
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -124,6 +125,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         # however many messages it appends (`finish` writes it before COMMIT).
         self._usage: dict[tuple[str, str], int] = {}
         self._usage_dirty: set[tuple[str, str]] | None = None  # created by the first append
+        # Each flow's last history key this transaction wrote (add_event): the next event of the
+        # flow in it is keyed from that, with no MAX read. Only add_event, archive_run and
+        # copy_history write history keys; the last two forget these.
+        self._last_event: dict[str, int] | None = None
 
     def finish(self) -> None:
         """Write what this transaction keeps in memory. The store calls it before COMMIT."""
@@ -363,8 +368,19 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         """Append a history event, numbered after the flow's last; `payload` is a dict, or an
         object already encoded (see json_object)."""
         text = payload if isinstance(payload, str) else _encode(payload)
-        if self.c.execute(_ADD_EVENT, (now, type_, text, flow_id)).rowcount != 1:
+        last = self._last_event
+        if last is not None and flow_id in last:  # an event after one this transaction added
+            seq = last[flow_id] + 1
+            self.c.execute(_APPEND_EVENT, (seq, flow_id, now, type_, text))
+            last[flow_id] = seq
+            return
+        cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
+        if cur.rowcount != 1:
             raise StoreError(f"no flow {flow_id!r} to add a {type_} event to")
+        if cur.lastrowid:  # the history table's rowid is its key
+            if last is None:
+                self._last_event = last = {}
+            last[flow_id] = cur.lastrowid
 
     # --- streams --------------------------------------------------------------------------
     def append_stream(self, flow_type: str, stream: str, flow_id: str, source: str, value: str,
