@@ -125,9 +125,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         # however many messages it appends (`finish` writes it before COMMIT).
         self._usage: dict[tuple[str, str], int] = {}
         self._usage_dirty: set[tuple[str, str]] | None = None  # created by the first append
-        # Each flow's last history key this transaction wrote (add_event): the next event of the
-        # flow in it is keyed from that, with no MAX read. Only add_event, archive_run and
-        # copy_history write history keys; the last two forget these.
+        # Each flow's last history key this transaction wrote (add_event), or the key before its
+        # first event for a flow it inserted: the next event of the flow in it is keyed from
+        # that, with no MAX read. Only add_event, archive_run and copy_history write history
+        # keys; the last two forget these.
         self._last_event: dict[str, int] | None = None
 
     def finish(self) -> None:
@@ -144,12 +145,15 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def insert_flow_if_new(self, flow_id: str, run_id: str, flow_type: str, flow_ref: str | None,
                            input: str | None, request_id: str, start_time: float) -> bool:
         """Insert a RUNNING flow unless its id exists (then nothing is written)."""
-        cur = self.c.execute(
+        row = self.c.execute(
             "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
-            "ON CONFLICT(flow_id) DO NOTHING",
-            (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id, start_time))
-        return bool(cur.rowcount == 1)
+            "ON CONFLICT(flow_id) DO NOTHING RETURNING num",
+            (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id, start_time)).fetchone()
+        if row is None:
+            return False
+        self._no_events(flow_id, row[0])
+        return True
 
     def get_flow(self, flow_id: str) -> FlowRecord | None:
         row = self.c.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
@@ -364,6 +368,13 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                                       flow_id, seid))
 
     # --- history --------------------------------------------------------------------------
+    def _no_events(self, flow_id: str, num: int) -> None:
+        """`flow_id` is a new row numbered `num`: its history's range is empty (a number is
+        never given twice: MAX + 1, and an archived run's history moves with its new number)."""
+        if self._last_event is None:
+            self._last_event = {}
+        self._last_event[flow_id] = num << 24
+
     def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> None:
         """Append a history event, numbered after the flow's last; `payload` is a dict, or an
         object already encoded (see json_object)."""
