@@ -250,6 +250,16 @@ class Schedule:
 
 
 @dataclass(frozen=True, slots=True)
+class ClosedFlow:
+    """What the statement that closed a flow read of its row as it wrote it (RETURNING), so
+    what follows the close need not read the row again."""
+
+    completions: str  # the outputs it closed with (JSON list text, checked)
+    has_parent: bool  # a SubFlow: its parent may wait on it
+    has_snapshots: bool  # attribute snapshots of its method calls are left to drop
+
+
+@dataclass(frozen=True, slots=True)
 class Skipped:
     """What a time skip did: the flows whose clocks moved (with their new offsets), and those
     it left alone because a live process holds a lease of theirs (flow id -> that owner)."""

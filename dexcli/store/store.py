@@ -44,6 +44,7 @@ from dexcli.store.tx import Tx
 from dexcli.store.tx_runs import ARCHIVE_SEPARATOR
 
 T = TypeVar("T")
+_IN_CHUNK = 500  # ids per IN list: well under SQLite's bound on a statement's parameters
 # the history columns with the event id numbered per flow (1, 2, ... in the table's id order)
 
 
@@ -311,15 +312,25 @@ class Store:
 
     def running_descendants(self, flow_ids: list[str]) -> list[str]:
         """The running SubFlows started by these flows, and theirs, at any depth (a drive of a
-        parent drives its children too)."""
-        if not flow_ids:
-            return []
-        marks = ", ".join("?" * len(flow_ids))
-        sql = (f"WITH RECURSIVE kids(id) AS (SELECT flow_id FROM flows WHERE parent_flow_id IN ({marks}) "
-               "AND parent_flow_id IS NOT NULL UNION SELECT f.flow_id FROM flows f JOIN kids k "
-               "ON f.parent_flow_id = k.id AND f.parent_flow_id IS NOT NULL) "
-               "SELECT f.flow_id FROM flows f JOIN kids k ON f.flow_id = k.id WHERE f.status = 'RUNNING'")
-        return [r[0] for r in self._rows(sql, tuple(flow_ids))]
+        parent drives its children too). One indexed read (flows_children) per generation: a
+        flow that never started a SubFlow, the usual drive, costs one probe that finds nothing."""
+        found: list[str] = []
+        seen: set[str] = set()
+        parents = list(flow_ids)
+        while parents:
+            children: list[str] = []
+            for i in range(0, len(parents), _IN_CHUNK):
+                part = parents[i:i + _IN_CHUNK]
+                rows = self._rows(f"SELECT flow_id, status FROM flows WHERE parent_flow_id IN "
+                                  f"({', '.join('?' * len(part))}) AND parent_flow_id IS NOT NULL", tuple(part))
+                for fid, status in rows:
+                    if fid not in seen:  # each once, as a recursive UNION would
+                        seen.add(fid)
+                        children.append(fid)
+                        if status == FlowState.RUNNING.value:
+                            found.append(fid)
+            parents = children
+        return found
 
     def steps_of(self, flow_id: str) -> list[StepRecord]:
         return [step_record(r, self.path) for r in

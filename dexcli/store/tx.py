@@ -22,6 +22,7 @@ from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
     AttemptOutcome,
+    ClosedFlow,
     FlowRecord,
     FlowState,
     Runnable,
@@ -60,6 +61,7 @@ _ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SEL
 _INSERT_FLOW = ("INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
                 "ON CONFLICT(flow_id) DO NOTHING")
+_APPEND_EVENT = "INSERT INTO history (seq, flow_id, event_time, type, payload) VALUES (?, ?, ?, ?, ?)"
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
 
@@ -137,6 +139,11 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         # however many messages it appends (`finish` writes it before COMMIT).
         self._usage: dict[tuple[str, str], int] = {}
         self._usage_dirty: set[tuple[str, str]] | None = None  # created by the first append
+        # Each flow's last history key this transaction wrote (add_event), or the key before its
+        # first event for a flow it inserted: the next event of the flow in it is keyed from
+        # that, with no MAX read. Only add_event, archive_run and copy_history write history
+        # keys; the last two forget these.
+        self._last_event: dict[str, int] | None = None
 
     def finish(self) -> None:
         """Write what this transaction keeps in memory. The store calls it before COMMIT."""
@@ -152,9 +159,15 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
     def insert_flow_if_new(self, flow_id: str, run_id: str, flow_type: str, flow_ref: str | None,
                            input: str | None, request_id: str, start_time: float) -> bool:
         """Insert a RUNNING flow unless its id exists (then nothing is written)."""
-        cur = self.c.execute(_INSERT_FLOW, (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id,
-                                            start_time))
-        return bool(cur.rowcount == 1)
+        row = self.c.execute(
+            "INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
+            "ON CONFLICT(flow_id) DO NOTHING RETURNING num",
+            (flow_id, run_id, flow_type, flow_ref, _RUNNING, input, request_id, start_time)).fetchone()
+        if row is None:
+            return False
+        self._no_events(flow_id, row[0])
+        return True
 
     def insert_flows(self, rows: list[tuple[str, str, str, str | None, str | None, str, float]]) -> None:
         """`insert_flow_if_new` for many flows whose ids are free (`taken_flow_ids`), in order:
@@ -206,17 +219,24 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                            (int(graceful), completions, flow_id))
 
     def close_flow(self, flow_id: str, status: FlowState, now: float, error_type: str | None,
-                   error_message: str | None, completions: str | None = None, if_idle: bool = False) -> bool:
+                   error_message: str | None, completions: str | None = None, if_idle: bool = False
+                   ) -> ClosedFlow | None:
         """Close a running flow; `completions` are set in the same statement when given.
-        `if_idle`: only when it has no open step (the count and the close in one statement)."""
+        `if_idle`: only when it has no open step (the count and the close in one statement).
+        None when it did not close; else what the row says that the close's followers need."""
         extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
         idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND s.status IN {_OPEN})" \
             if if_idle else ""
-        cur = self.c.execute(
+        row = self.c.execute(
             f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
-            f"WHERE flow_id = ? AND status = 'RUNNING'{idle}",
-            (status.value, now, error_type, error_message, *args, flow_id))
-        return bool(cur.rowcount == 1)
+            f"WHERE flow_id = ? AND status = 'RUNNING'{idle} RETURNING completions, parent_flow_id IS NOT NULL, "
+            "EXISTS (SELECT 1 FROM attribute_snapshots a WHERE a.flow_id = flows.flow_id)",
+            (status.value, now, error_type, error_message, *args, flow_id)).fetchone()
+        if row is None:
+            return None
+        if completions is None:  # the stored ones: checked as a read of the row would
+            json_value(row[0], db_of(self.c), "flows", repr(flow_id), "completions")
+        return ClosedFlow(row[0], bool(row[1]), bool(row[2]))
 
     # --- steps ----------------------------------------------------------------------------
     def next_step_number(self, flow_id: str, step_type: str) -> tuple[int, int]:
@@ -391,7 +411,11 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     # --- history --------------------------------------------------------------------------
     def add_events(self, events: list[tuple[str, float, str, str]]) -> None:
-        """`add_event` for many (flow id, time, type, encoded payload): one statement."""
+        """`add_event` for many (flow id, time, type, encoded payload): one statement. Keyed by
+        the MAX read, so the keys `add_event` remembers for these flows are forgotten."""
+        if self._last_event:
+            for flow_id, _, _, _ in events:
+                self._last_event.pop(flow_id, None)
         if len(events) == 1:
             flow_id, now, type_, text = events[0]
             cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
@@ -400,12 +424,30 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         if cur.rowcount != len(events):
             raise StoreError(f"{len(events) - cur.rowcount} of {len(events)} events have no flow to go to")
 
+    def _no_events(self, flow_id: str, num: int) -> None:
+        """`flow_id` is a new row numbered `num`: its history's range is empty (a number is
+        never given twice: MAX + 1, and an archived run's history moves with its new number)."""
+        if self._last_event is None:
+            self._last_event = {}
+        self._last_event[flow_id] = num << 24
+
     def add_event(self, flow_id: str, now: float, type_: str, payload: dict[str, Any] | str) -> None:
         """Append a history event, numbered after the flow's last; `payload` is a dict, or an
         object already encoded (see json_object)."""
         text = payload if isinstance(payload, str) else _encode(payload)
-        if self.c.execute(_ADD_EVENT, (now, type_, text, flow_id)).rowcount != 1:
+        last = self._last_event
+        if last is not None and flow_id in last:  # an event after one this transaction added
+            seq = last[flow_id] + 1
+            self.c.execute(_APPEND_EVENT, (seq, flow_id, now, type_, text))
+            last[flow_id] = seq
+            return
+        cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
+        if cur.rowcount != 1:
             raise StoreError(f"no flow {flow_id!r} to add a {type_} event to")
+        if cur.lastrowid:  # the history table's rowid is its key
+            if last is None:
+                self._last_event = last = {}
+            last[flow_id] = cur.lastrowid
 
     # --- streams --------------------------------------------------------------------------
     def append_stream(self, flow_type: str, stream: str, flow_id: str, source: str, value: str,

@@ -60,6 +60,7 @@ class StartSettings:
 
 class RunStatements:
     c: sqlite3.Connection
+    _last_event: dict[str, int] | None  # Tx's: each flow's last history key it added
 
     # --- SubFlows: a child names its parent step execution; it starts on its parent's clock ---
     def set_parent(self, flow_id: str, parent_flow_id: str, parent_seid: str, clock_offset: float) -> None:
@@ -119,6 +120,7 @@ class RunStatements:
         flow id; the archived run gets a copy of the attributes and their search index, as they
         were when it ended. The flow row stays (the caller makes it the new run's)."""
         archived = f"{flow_id}{ARCHIVE_SEPARATOR}{run_id}"
+        self._last_event = None  # history keys move: add_event reads the last one again
         cols = FLOW_COLUMNS.split(", ")
         select = ", ".join("?" if c == "flow_id" else c for c in cols)
         old = self.c.execute("SELECT num FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()[0]
@@ -166,6 +168,7 @@ class RunStatements:
     def copy_history(self, source: str, target: str, last_event_id: int) -> None:
         """Copy a run's events 1..last_event_id, ids and times as they were, to the (empty) history
         of `target`."""
+        self._last_event = None  # add_event reads the last key again
         self.c.execute(
             "INSERT INTO history (seq, flow_id, event_time, type, payload) "
             "SELECT (t.num << 24) + (h.seq & 16777215), t.flow_id, h.event_time, h.type, h.payload "

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dexcli.store import FlowRecord, FlowState, StepState, Store
-from tests.store.builders import T0, add_flow, add_step, flow
+from dexcli.store import FlowRecord, FlowState, StepState, Store, StoreError
+from dexcli.store.records import ClosedFlow
+from tests.store.builders import T0, add_flow, add_running, add_step, flow
 
 
 def test_insert_flow_if_new_writes_a_running_flow(store: Store) -> None:
@@ -93,6 +94,34 @@ def test_close_flow_only_closes_a_running_flow(store: Store, second: FlowState) 
         assert not tx.close_flow("f", second, T0 + 2, "X", "again", '["late"]')
         assert not tx.close_flow("nope", second, T0 + 2, None, None)
     assert flow(store, "f") == closed
+
+
+def test_close_flow_answers_what_its_followers_need_from_the_row(store: Store) -> None:
+    """The close's own statement says what it closed with, whether the flow is a SubFlow and
+    whether attribute snapshots are left: what follows the close reads the row no more."""
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        add_flow(tx, "child")
+        tx.c.execute("UPDATE flows SET parent_flow_id = 'f', parent_step_execution_id = 'Parent-1' "
+                     "WHERE flow_id = 'child'")
+        tx.set_flow_outputs("f", '["kept"]', True)
+        tx.put_attribute("f", "counter", "counter", None, "5", T0)
+        add_running(tx, "f", "Reader-1", "me")
+        tx.keep_call_snapshots("f", ["counter"], None)  # Reader-1's call keeps what is overwritten
+        plain = tx.close_flow("f", FlowState.COMPLETED, T0 + 1, None, None)
+        sub = tx.close_flow("child", FlowState.COMPLETED, T0 + 1, None, None, '["out"]')
+    assert plain == ClosedFlow('["kept"]', has_parent=False, has_snapshots=True)
+    assert sub == ClosedFlow('["out"]', has_parent=True, has_snapshots=False)
+
+
+def test_close_flow_names_stored_outputs_that_are_not_json(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.set_flow_outputs("f", "[oops", False)
+    with pytest.raises(StoreError, match="completions"), store.tx() as tx:
+        tx.close_flow("f", FlowState.COMPLETED, T0 + 1, None, None)
+    status = store.read(lambda tx: tx.c.execute("SELECT status FROM flows WHERE flow_id = 'f'").fetchone()[0])
+    assert status == "RUNNING"  # refused: nothing of the close is kept
 
 
 def test_running_flow_ids_lists_only_running_flows(store: Store) -> None:

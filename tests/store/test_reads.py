@@ -69,6 +69,27 @@ def test_history_of_numbers_events_per_flow_from_1_in_event_order(store: Store) 
     assert store.history_of("f", after_event_id=4) == []
 
 
+def test_events_a_transaction_adds_after_its_first_continue_the_flows_numbers(store: Store) -> None:
+    """A transaction keys a flow's events after the first from the key it just wrote: numbers
+    go on across transactions, and a run archived in the middle of one (its history moved to the
+    archived row's range) leaves the new run of the flow id numbering from 1 again."""
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.add_event("f", T0, "A1", {})
+        tx.add_event("f", T0, "A2", {})
+    with store.tx() as tx:
+        tx.add_event("f", T0 + 1, "A3", {})
+        tx.add_event("f", T0 + 1, "A4", {})
+        archived = tx.archive_run("f", "run-f")
+        add_flow(tx, "f")
+        tx.add_event("f", T0 + 2, "B1", {})
+        tx.add_event("f", T0 + 2, "B2", {})
+        tx.add_event(archived, T0 + 2, "A5", {})  # the archived run's own range goes on too
+    assert [(e.event_id, e.type) for e in store.history_of(archived)] == [
+        (1, "A1"), (2, "A2"), (3, "A3"), (4, "A4"), (5, "A5")]
+    assert [(e.event_id, e.type) for e in store.history_of("f")] == [(1, "B1"), (2, "B2")]
+
+
 def test_an_event_payload_may_come_already_encoded(store: Store) -> None:
     """json_object splices members whose values are JSON text as they are, between encoded
     parts, in order; add_event stores such text as given and a dict compactly."""

@@ -231,14 +231,15 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
     that succeeded. Returns whether it closed now."""
     if closed.status is not FlowState.COMPLETED:
         completions = "[]"
-    if not tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions, if_idle):
+    row = tx.close_flow(flow_id, closed.status, now, closed.error_type, closed.message, completions, if_idle)
+    if row is None:
         return False
     if not if_idle:
         tx.cancel_open_steps(flow_id, now)
-    tx.forget_call_snapshot(flow_id)  # no method call outlives its flow
-    ended = tx.get_flow(flow_id) if completions is None or closed.status is FlowState.FAILED else None
-    if completions is None:
-        completions = ended.completions if ended else "[]"
+    if row.has_snapshots:  # no method call outlives its flow (the close's statement saw whether any is kept)
+        tx.forget_call_snapshot(flow_id)
+    ended = tx.get_flow(flow_id) if closed.status is FlowState.FAILED else None
+    completions = row.completions
     again = flow_retry.plan(ended) if ended is not None and closed.status is FlowState.FAILED else None
     retried = {"retryState": again.state, **({"retriedToRunId": again.run_id} if again.run_id else {})} \
         if again is not None else {}
@@ -248,7 +249,8 @@ def close(tx: Tx, flow_id: str, now: float, closed: Closed, completions: str | N
     if ended is not None and again is not None and again.state == flow_retry.IN_PROGRESS:
         flow_retry.retry(tx, ended, again, now)  # a new run of the flow id: nothing ended for good yet
         return True
-    report_to_parent(tx, flow_id, now)  # a SubFlow's end: its parent's wait re-evaluates
+    if row.has_parent:  # a SubFlow's end: its parent's wait re-evaluates
+        report_to_parent(tx, flow_id, now)
     return True
 
 

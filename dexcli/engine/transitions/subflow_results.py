@@ -1,7 +1,8 @@
 """A SubFlow child's end, written into its parent's wait: the state change that lets the
 parent's wait re-evaluate (Dex's SubFlow completion signal).
 
-`flows.close` calls `report_to_parent` in the transaction that closes any flow: a child whose
+`flows.close` calls `report_to_parent` in the transaction that closes a SubFlow (a flow with a
+parent: the close's statement says so, `ClosedFlow.has_parent`): a child whose
 parent step still waits on it (the parent's Wait names the child's flow id and run id — or an
 earlier run of the child's continue-as-new chain, or the first of its flow retries — and has no
 result for it yet) gets its result recorded in that Wait, and the parent step becomes due now
