@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from dexcli.sdk.options import ResolvedOptions
@@ -10,9 +11,34 @@ from dexcli.store import Method, StepRecord
 
 
 def iso(t: float | None) -> str | None:
+    """`t` as UTC ISO 8601 text to the millisecond (`2026-12-02T08:01:14.123Z`): what
+    `datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")` gives (microseconds
+    rounded half-even, then truncated), without building a datetime per call (~4 of ~5 µs;
+    one per transition): the text of the whole second is kept for the next call."""
     if t is None:
         return None
-    return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    frac, whole = math.modf(t)
+    us = round(frac * 1e6)  # as datetime rounds a timestamp: half-even, to the microsecond
+    if us >= 1_000_000:
+        us -= 1_000_000
+        whole += 1.0
+    elif us < 0:
+        us += 1_000_000
+        whole -= 1.0
+    second = int(whole)
+    last = _last_second
+    if last[0] != second:
+        last = (second, datetime.fromtimestamp(second, tz=UTC).isoformat()[:19])
+        _set_last(last)
+    return f"{last[1]}.{us // 1000:03d}Z"
+
+
+_last_second: tuple[int | None, str] = (None, "")  # (a whole second, its text): one tuple, swapped whole
+
+
+def _set_last(last: tuple[int, str]) -> None:
+    global _last_second
+    _last_second = last
 
 
 TIMEOUT_ORDER = ("StartToClose", "Heartbeat", "ScheduleToClose")
@@ -63,7 +89,11 @@ def earliest_deadline(attempt_deadline: float, heartbeat_deadline: float,
     deadline, set when the step was scheduled, falls a few milliseconds before the attempt's,
     and Dex reports the attempt timeout.
     """
-    cands = [(attempt_deadline, 0), (heartbeat_deadline, 1), (total_deadline, 2)]
-    t = min(c[0] for c in cands)
-    kind = min(i for d, i in cands if d - t < TIE_SECONDS)
-    return t, TIMEOUT_ORDER[kind]
+    t = min(attempt_deadline, heartbeat_deadline, total_deadline)  # (no generators: one call per attempt)
+    if attempt_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[0]
+    if heartbeat_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[1]
+    if total_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[2]
+    raise ValueError(f"no deadline among {attempt_deadline}, {heartbeat_deadline}, {total_deadline}")  # NaN
