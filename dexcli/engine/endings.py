@@ -103,7 +103,8 @@ class Endings:
             return t.complete_execute(tx, run.attempt_key, run.step, run.started, decision, run.effects,
                                       h.definitions, run.definition, h.now(run.flow_id), owner)
 
-        def done(d: t.ExecuteDone) -> None:
+        def committed(d: t.ExecuteDone) -> None:
+            h.stats["transitions"] += 1
             now, c = h.now(run.flow_id), d.completed
             if h.events.listeners:
                 h.events.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
@@ -113,18 +114,16 @@ class Endings:
             if c.continued is not None:
                 h.events.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
                               previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
-            self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
+            if d.canceled:
+                self.fence_steps(run.flow_id, d.canceled, "cancelled by " + run.seid)
             for leased in c.leased:  # leased in the commit above: their attempts start now
                 h.start_attempt(leased, now)
-            self.after_woken(run.flow_id, d.woken)
+            if d.woken:
+                self.after_woken(run.flow_id, d.woken)
             h.faults.hit("after-commit", run.spec.step_type, where=run.where)
             # every step it created runs here already: nothing new is due for the scheduler
             run.handed_on = bool(c.leased) and not d.woken and c.created == len(c.leased)
             h.scheduler.wake(for_stop_only=run.handed_on)
-
-        def committed(d: t.ExecuteDone) -> None:
-            h.stats["transitions"] += 1
-            done(d)
 
         return apply, committed
 

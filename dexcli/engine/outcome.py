@@ -104,8 +104,12 @@ def check_decision(run: AttemptRun, decision: Any, definitions: Definitions) -> 
     if decision.has_output:
         output = to_jsonable(decision.output)
         encode_jsonable(output)  # it encodes (converted once: `encode` would convert it again)
-    return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason,
-                    cancels=_cancels(run, decision), empty_channels=_channel_names(run, decision))
+    cancels = _cancels(run, decision) if decision.canceling_steps or decision.canceling_sibling_steps else _NO_CANCELS
+    return Decision(decision.kind, tuple(next_steps), output, decision.has_output, decision.reason, cancels,
+                    _channel_names(run, decision) if decision.empty_channels else ())
+
+
+_NO_CANCELS: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
 
 def next_step(m: Any, moved_from: str, definition: FlowDefinition, definitions: Definitions) -> NextStep:

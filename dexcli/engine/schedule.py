@@ -79,7 +79,7 @@ class Scheduler:
         self.h = hooks
         self._owner_base = owner_base
         self.owner = self._new_owner()
-        self._driving: frozenset[str] | None = None  # the flows run() drives (None: not running)
+        self._driving: set[str] | None = None  # the flows run() drives (None: not running); its own set
         self._all = False  # run() drives every flow in the database (a worker)
         self._waiter: asyncio.Future[None] | None = None  # what _sleep awaits; wake() resolves it
         self._has_stop = False  # run() was given a stop condition (checked on every change)
@@ -170,7 +170,7 @@ class Scheduler:
     def adopt(self, flow_id: str) -> None:
         """A flow started while run() goes on (by a step, through a client): run() drives it too."""
         if self._driving is not None and not self._all:
-            self._driving = self._driving | {flow_id}
+            self._driving.add(flow_id)  # in place: a copy per start was O(n²) over n starts
 
     def stopping(self) -> bool:
         """Whether run() ends at its next pass (its stop condition holds and no caller from
@@ -190,7 +190,7 @@ class Scheduler:
         if waiter.flow_ids is None:
             self._all = True
         elif not self._all:
-            self._driving = self._driving | waiter.flow_ids
+            self._driving |= waiter.flow_ids
         if waiter.holds_thread:
             self._thread_waits(True)
         loop = asyncio.get_running_loop()
@@ -253,9 +253,9 @@ class Scheduler:
         reserved, self._reserved = self._reserved, None
         if not h.runs:
             self.owner = reserved or self._new_owner()
-        self._all, self._driving = flow_ids is None, frozenset(flow_ids or ())
+        self._all, self._driving = flow_ids is None, set(flow_ids or ())
         if flow_ids:  # a parent's running SubFlows are driven with it
-            self._driving |= frozenset(h.store.running_descendants(flow_ids))
+            self._driving.update(h.store.running_descendants(flow_ids))
         self._has_stop = stop is not None
         self._stop = stop
         self._next_offset_read = 0.0

@@ -37,6 +37,7 @@ from dexcli.store.files import create_private, read_only_uri, sides
 
 SCHEMA_VERSION = 9
 WAL_AUTOCHECKPOINT_PAGES = 10_000
+CACHE_KIB = 32 * 1024  # the page cache of a connection that writes (PRAGMA cache_size)
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock
 # How often (at most) a write transaction checks that the path still names the file opened:
@@ -335,6 +336,10 @@ def open_connection(path: str, *, create: bool, synchronous: str, busy_timeout: 
             conn.sides = {side: _identity_of(side) for side in (f"{path}-wal", f"{path}-shm")}
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        # A 32 MiB page cache (SQLite's default is 2 MiB): 10,000 flows in flight touch rows all
+        # over a ~33 MiB file, and each page missed is a pread and a page rebuilt. The drain of
+        # 10,000 ThreeStepFlows read 67,139 pages from the OS with the default, 10,861 with this.
+        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         if version == 0:
             _create_schema(conn)
         elif version < SCHEMA_VERSION:

@@ -10,7 +10,8 @@ first lease; and a method that takes locks counts its TotalDuration from when it
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from dexcli.engine.deadlines import method_options
@@ -155,7 +156,17 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
 
 
 def _replace_step(step: StepRecord, **changes: Any) -> StepRecord:
-    return replace(step, **changes)
+    """`dataclasses.replace` for a StepRecord, without its per-call walk over the fields
+    (~4 of ~6 µs): the values read in one attrgetter call, the changed ones set by position."""
+    values = list(_STEP_VALUES(step))
+    for name, value in changes.items():
+        values[_STEP_INDEX[name]] = value
+    return StepRecord(*values)
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(StepRecord))
+_STEP_VALUES = attrgetter(*_STEP_FIELDS)
+_STEP_INDEX = {name: i for i, name in enumerate(_STEP_FIELDS)}
 
 
 @dataclass
