@@ -224,6 +224,8 @@ class Engine:
                 existing = self.store.get_flow(req.flow_id)
                 if existing is None or not t.answered(req, existing):  # (a refused start raises)
                     setup()
+            if lease:  # decoding's set-up (pydantic, validators) before the lease, not in the attempt's time
+                self.definitions.prepare()
             owner = self._scheduler.reserve() if lease else None
             with self.store.tx() as tx:
                 started = t.start(tx, req, self._now(req.flow_id), owner)
