@@ -9,6 +9,8 @@ the database the client opened with `db=`). The CLI and the tests use this same 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import socket
 import time
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from dexcli.builder import build_engine
 from dexcli.client_waits import WaitOps
@@ -513,3 +515,52 @@ class AsyncClient(_Closing):
         poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until
         await self.engine.drive_async([flow_id], until=lambda: done() or not self._ops.running(flow_id),
                                       deadline=deadline, poll=poll)
+
+
+# The official Client's operations: a DexServiceError out of one names it and its flow id
+# (`operation`, `flow_id`), as the official SDK's errors do.
+OPERATIONS = ("describe_flow", "health_check", "start_flow", "stop_flow", "time_travel", "invoke_rpc",
+              "skip_timer", "list_stream_messages", "write_stream", "wait_for_flow", "read_stream", "search_flows",
+              "update_flow_config", "trigger_continue_as_new", "wait_for_attribute_match",
+              "wait_for_step_completion")
+C = TypeVar("C", bound=type)
+
+
+def _locating(cls: C) -> C:
+    for name in OPERATIONS:
+        setattr(cls, name, _located(name, getattr(cls, name)))
+    return cls
+
+
+def _located(operation: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("flow_id") - 1 if "flow_id" in params else None  # among the args after self
+
+    def flow_id_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        fid = kwargs.get("flow_id") if at is None or len(args) <= at else args[at]
+        return fid if isinstance(fid, str) else None
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def call_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(self, *args, **kwargs)
+            except DexServiceError as exc:
+                exc.located(operation, flow_id_of(args, kwargs))
+                raise
+
+        return call_async
+
+    @functools.wraps(fn)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except DexServiceError as exc:
+            exc.located(operation, flow_id_of(args, kwargs))
+            raise
+
+    return call
+
+
+_locating(Client)
+_locating(AsyncClient)
