@@ -179,6 +179,9 @@ class WorkerInvocationError(DexServiceError):
         if len(args) == 8:  # the official SDK's form
             service, (worker_code, worker_error_type, worker_error_detail) = args[:5], args[5:]
             super().__init__(*service, **fields)
+        elif len(args) == 1:  # its message alone (as pickle and copy remake it; they restore the rest)
+            worker_error_type, worker_error_detail = "", args[0]
+            super().__init__(args[0], **fields)
         else:
             worker_error_type, worker_error_detail = args
             super().__init__(f"{worker_error_type}: {worker_error_detail}", **fields)

@@ -6,6 +6,8 @@ reads them in (`code` compares equal to grpc.StatusCode's member), and both ways
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 import re
 from typing import Any
 
@@ -142,3 +144,11 @@ def test_an_error_raised_outside_a_client_call_names_none() -> None:
     err.located("describe_flow", "f")
     err.located("wait_for_flow", "g")  # the innermost call keeps it
     assert (err.operation, err.flow_id) == ("describe_flow", "f")
+
+
+def test_the_fields_survive_pickle_and_copy() -> None:
+    for err in (dexcli.FlowNotFoundError("no flow with id 'f'", operation="describe_flow", flow_id="f"),
+                dexcli.WorkerInvocationError("builtins.ValueError", "boom", operation="invoke_rpc", flow_id="f")):
+        for again in (pickle.loads(pickle.dumps(err)), copy.copy(err)):
+            assert type(again) is type(err) and str(again) == str(err)
+            assert vars(again) == vars(err) and again.code == err.code
