@@ -816,12 +816,14 @@ class Engine:
         self._wake()
 
     def activity(self, *, running: bool = True) -> Activity:
-        """A frozen snapshot of what this engine did (attempts begun, transitions committed,
+        """A frozen snapshot of what this engine did (attempts started, verdicts committed,
         flows closed) and of the attempts leased to this process that it runs now (from any
         thread; dexcli.engine.activity). Read-only: the bench's counters, the tests' checks.
-        `running=False` leaves the attempts out (empty): the counters alone, in O(1)."""
-        with self._runs_lock:
-            runs = list(self._runs.values()) if running else []
+        `running=False` leaves the attempts out (empty): the counters alone, no lock taken."""
+        runs: list[AttemptRun] = []
+        if running:
+            with self._runs_lock:
+                runs = list(self._runs.values())
         stats = self._stats
         return Activity(stats["attempts"], stats["transitions"], stats["flows_closed"], tuple(
             AttemptHere(r.flow_id, r.seid, r.attempt,
