@@ -37,7 +37,7 @@ from dexcli.engine.attribute_projections import Projection, projections
 from dexcli.engine.transitions import attribute_sync as t
 from dexcli.sdk.errors import DexServiceError
 from dexcli.store import Store
-from dexcli.store.attribute_outbox import SyncRow, next_due
+from dexcli.store.attribute_outbox import SyncRow, any_failed, next_due
 from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings, Target, open_target
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 30.0  # Dex's syncRetryPolicy defaults
@@ -110,6 +110,8 @@ class AttributeSync:
         except AttributeStoreError:
             self.close()
             raise
+        if not self.store.read(lambda tx: any_failed(tx.c)):  # (no write transaction for nothing)
+            return
         with self.store.tx() as tx:
             again = t.requeue(tx)
         if again:

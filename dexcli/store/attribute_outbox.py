@@ -95,6 +95,10 @@ def give_up(c: sqlite3.Connection, row: SyncRow, error: str) -> None:
     release(c, row)
 
 
+def any_failed(c: sqlite3.Connection) -> bool:
+    return c.execute("SELECT 1 FROM attribute_sync WHERE status = 'FAILED' LIMIT 1").fetchone() is not None
+
+
 def requeue_failed(c: sqlite3.Connection) -> int:
     """Every FAILED row PENDING again, due at once, its attempts from 0 (the stores are open
     again); how many."""
