@@ -32,6 +32,7 @@ from dexcli.sdk.errors import (
     FlowDefinitionError,
     FlowNotFoundError,
     LongPollTimeoutError,
+    StatusCode,
     ValueMappingError,
 )
 from dexcli.sdk.flow import Flow
@@ -73,7 +74,8 @@ def _token(resume_token: str) -> int:
     if not resume_token:
         return 0
     if not resume_token.isdigit():
-        raise DexServiceError(f"invalid Stream resume token {resume_token!r}: pass back a message's resume_token")
+        raise DexServiceError(f"invalid Stream resume token {resume_token!r}: pass back a message's resume_token",
+                              code=StatusCode.INVALID_ARGUMENT)
     return int(resume_token)
 
 
@@ -163,11 +165,11 @@ class _Ops(WaitOps):
         """The local service's health: its database can be read (DexServiceError if not)."""
         started = time.monotonic()
         if closed:
-            raise DexServiceError("the client is closed")
+            raise DexServiceError("the client is closed", code=StatusCode.UNAVAILABLE)
         try:
             self.store.check_usable()
         except StoreError as exc:
-            raise DexServiceError(f"unhealthy: {exc}") from exc
+            raise DexServiceError(f"unhealthy: {exc}", code=StatusCode.UNAVAILABLE) from exc
         return HealthInfo("OK", socket.gethostname(), int(time.monotonic() - started))
 
     def stream_flow(self, stream: Stream[Any]) -> FlowDefinition:

@@ -123,6 +123,21 @@ def test_a_client_calls_errors_name_the_operation_and_the_flow_with_the_servers_
 
 
 
+def test_bad_input_and_an_unusable_client_have_the_codes_a_server_would_answer_with(tmp_path: Any) -> None:
+    official()
+    import grpc
+
+    client = dexcli.Client([ApprovalFlow()], db=tmp_path / "dex.db")
+    with pytest.raises(dexcli.DexServiceError) as query:
+        client.search_flows("FlowId = ", 10)
+    assert (query.value.code, query.value.operation, query.value.flow_id) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "search_flows", None)
+    client.close()
+    with pytest.raises(dexcli.DexServiceError) as closed:
+        client.health_check()
+    assert (closed.value.code, closed.value.operation) == (grpc.StatusCode.UNAVAILABLE, "health_check")
+
+
 def test_asyncclient_errors_are_located_too(tmp_path: Any) -> None:
     official()
     import grpc
