@@ -54,13 +54,13 @@ def concurrent_drain(db: str, n: int) -> dict[str, Any]:
     with Worker(Registry([ThreeStepFlow()]), db=db) as worker:
         engine = worker.engine
         tune_gc()  # what `dex worker` does before it drives
-        c0, tr0, cpu0 = engine.store.commits, engine._stats["transitions"], cpu_seconds()
+        c0, tr0, cpu0 = engine.store.commits, engine.activity(running=False).transitions, cpu_seconds()
         s0 = engine.store.statements
         t0 = time.perf_counter()
         worker.run(until_idle=True)
         wall = time.perf_counter() - t0
         cpu = cpu_seconds() - cpu0
-        commits, transitions = engine.store.commits - c0, engine._stats["transitions"] - tr0
+        commits, transitions = engine.store.commits - c0, engine.activity(running=False).transitions - tr0
         statements = engine.store.statements - s0
     conn = sqlite3.connect(db)
     done = conn.execute("SELECT COUNT(*) FROM flows WHERE status = 'COMPLETED'").fetchone()[0]

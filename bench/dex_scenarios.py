@@ -53,7 +53,7 @@ def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
 
     run_on_clock(lambda: go(ids[:warm], 0), engine.clock)  # imports, caches, first pages
     tune_gc()  # what `dex worker` does for a process that runs many flows
-    commits0, trans0, cpu0 = engine.store.commits, engine._stats["transitions"], cpu_seconds()
+    commits0, trans0, cpu0 = engine.store.commits, engine.activity(running=False).transitions, cpu_seconds()
     commit_s0, statements0 = engine.store.commit_seconds, engine.store.statements
     t0 = time.perf_counter()
     run_on_clock(lambda: go(ids[warm:], warm), engine.clock)
@@ -63,7 +63,7 @@ def throughput(db: str, n: int, durability: str = "SYNC") -> dict[str, Any]:
     statements = engine.store.statements - statements0
     commit_us = (engine.store.commit_seconds - commit_s0) * 1e6 / max(1, commits)
     handoff_us = run_on_clock(_handoffs, engine.clock)
-    transitions = engine._stats["transitions"] - trans0
+    transitions = engine.activity(running=False).transitions - trans0
     conn = sqlite3.connect(db)
     bad = conn.execute("SELECT COUNT(*) FROM flows WHERE status != 'COMPLETED'").fetchone()[0]
     rows = conn.execute(
@@ -214,14 +214,14 @@ def pollers(db: str, n: int, kind: str, time_skip: bool = False) -> dict[str, An
     cpu0, commits0 = cpu_seconds(), engine.store.commits
     marks: dict[str, float] = {}
 
-    closed0 = engine._stats["flows_closed"]
+    closed0 = engine.activity(running=False).flows_closed
 
     async def go() -> None:
         marks["t0"] = time.perf_counter()
         # A worker runs while a client starts the flows the way async code starts many:
         # concurrently, so the starts share one commit (and the worker leases them in it).
         worker = asyncio.ensure_future(engine.drive_async(
-            None, until_idle=False, until=lambda: engine._stats["flows_closed"] - closed0 >= n, poll=0.5,
+            None, until_idle=False, until=lambda: engine.activity(running=False).flows_closed - closed0 >= n, poll=0.5,
             release=False))
         await asyncio.sleep(0)
         await asyncio.gather(*(client.start_flow(flow, fid, None) for fid in ids))

@@ -9,6 +9,8 @@ the database the client opened with `db=`). The CLI and the tests use this same 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import socket
 import time
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from dexcli.builder import build_engine
 from dexcli.client_waits import WaitOps
@@ -30,6 +32,7 @@ from dexcli.sdk.errors import (
     FlowDefinitionError,
     FlowNotFoundError,
     LongPollTimeoutError,
+    StatusCode,
     ValueMappingError,
 )
 from dexcli.sdk.flow import Flow
@@ -71,7 +74,8 @@ def _token(resume_token: str) -> int:
     if not resume_token:
         return 0
     if not resume_token.isdigit():
-        raise DexServiceError(f"invalid Stream resume token {resume_token!r}: pass back a message's resume_token")
+        raise DexServiceError(f"invalid Stream resume token {resume_token!r}: pass back a message's resume_token",
+                              code=StatusCode.INVALID_ARGUMENT)
     return int(resume_token)
 
 
@@ -161,11 +165,11 @@ class _Ops(WaitOps):
         """The local service's health: its database can be read (DexServiceError if not)."""
         started = time.monotonic()
         if closed:
-            raise DexServiceError("the client is closed")
+            raise DexServiceError("the client is closed", code=StatusCode.UNAVAILABLE)
         try:
             self.store.check_usable()
         except StoreError as exc:
-            raise DexServiceError(f"unhealthy: {exc}") from exc
+            raise DexServiceError(f"unhealthy: {exc}", code=StatusCode.UNAVAILABLE) from exc
         return HealthInfo("OK", socket.gethostname(), int(time.monotonic() - started))
 
     def stream_flow(self, stream: Stream[Any]) -> FlowDefinition:
@@ -513,3 +517,52 @@ class AsyncClient(_Closing):
         poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until
         await self.engine.drive_async([flow_id], until=lambda: done() or not self._ops.running(flow_id),
                                       deadline=deadline, poll=poll)
+
+
+# The official Client's operations: a DexServiceError out of one names it and its flow id
+# (`operation`, `flow_id`), as the official SDK's errors do.
+OPERATIONS = ("describe_flow", "health_check", "start_flow", "stop_flow", "time_travel", "invoke_rpc",
+              "skip_timer", "list_stream_messages", "write_stream", "wait_for_flow", "read_stream", "search_flows",
+              "update_flow_config", "trigger_continue_as_new", "wait_for_attribute_match",
+              "wait_for_step_completion")
+C = TypeVar("C", bound=type)
+
+
+def _locating(cls: C) -> C:
+    for name in OPERATIONS:
+        setattr(cls, name, _located(name, getattr(cls, name)))
+    return cls
+
+
+def _located(operation: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("flow_id") - 1 if "flow_id" in params else None  # among the args after self
+
+    def flow_id_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        fid = kwargs.get("flow_id") if at is None or len(args) <= at else args[at]
+        return fid if isinstance(fid, str) else None
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def call_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(self, *args, **kwargs)
+            except DexServiceError as exc:
+                exc.located(operation, flow_id_of(args, kwargs))
+                raise
+
+        return call_async
+
+    @functools.wraps(fn)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except DexServiceError as exc:
+            exc.located(operation, flow_id_of(args, kwargs))
+            raise
+
+    return call
+
+
+_locating(Client)
+_locating(AsyncClient)

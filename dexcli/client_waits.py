@@ -18,7 +18,7 @@ from dexcli.sdk.attributes import search_keys
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode
 from dexcli.sdk.conditions import StepExecutionId
-from dexcli.sdk.errors import DexServiceError, FlowNotActiveOrNotFoundError, RequestTimeoutError
+from dexcli.sdk.errors import DexServiceError, FlowNotActiveOrNotFoundError, RequestTimeoutError, StatusCode
 from dexcli.sdk.results import FlowStatus
 from dexcli.sdk.search import SearchFlowEntry, SearchFlowsPage, stored_value
 from dexcli.sdk.wait_options import WaitForStepCompletionOptions, duration_seconds
@@ -60,7 +60,7 @@ class WaitOps:
             page = search_flows(self.store, query, page_size, token, declared=self._declared_index_keys,
                                 include_continued_as_new=include_continued_as_new)
         except QueryError as e:  # the server's INVALID_ARGUMENT
-            raise DexServiceError(str(e)) from e
+            raise DexServiceError(str(e), code=StatusCode.INVALID_ARGUMENT) from e
         return SearchFlowsPage([SearchFlowEntry(
             _flow_id_of(h.flow), h.flow.run_id, h.flow.flow_type, FlowStatus[h.flow.status.name],
             _dt(h.flow.start_time),

@@ -298,7 +298,7 @@ def test_importing_the_library_loads_neither_typer_nor_rich(module: str) -> None
 FACE = {
     "store", "clock", "definitions", "events",
     "check_runnable", "start_flow", "start_flow_async", "drive", "drive_async", "change",
-    "invoke_rpc", "invoke_rpc_async", "release", "time_skip", "use_attribute_stores",
+    "invoke_rpc", "invoke_rpc_async", "release", "activity", "use_attribute_stores",
 }
 # The face's callers own the engine they built (dexcli.builder) or were given; no other module
 # (the engine's own helpers, the CLI's) keeps one: helpers get their collaborators and callbacks.

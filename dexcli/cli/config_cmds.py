@@ -69,16 +69,21 @@ def continue_as_new(
                                   autocompletion=complete_running_flow_id),
     reason: str | None = typer.Option(None, "--reason", help="Why (kept in the closed run's FlowClosed and the "
                                                              "new run's history)."),
+    run_id: str | None = typer.Option(None, "--run-id", metavar="RUN",
+                                      help="The run to roll over: refused unless it is the current one."),
+    yes: bool = typer.Option(False, "--yes", help="The Dex CLI's confirmation (dex does not ask)."),
     json_out: bool = typer.Option(False, "--json", help="Print {flowId, previousRunId, runId} as JSON."),
 ) -> None:
     """Continue a running flow as new now (Client.trigger_continue_as_new) and print the new run id.
 
     The run ends CONTINUED_AS_NEW and a new run of the same flow id goes on with its open steps,
     attributes, pending messages and outputs; its history starts again. The old run stays readable
-    (dex inspect FLOW --run-id RUN)."""
+    (dex inspect FLOW --run-id RUN). With --run-id, as `dex time-travel`: refused (exit 4, nothing
+    changed) unless RUN is the flow's current run."""
     from dexcli.cli.driver import build_engine
     from dexcli.engine import ContinueAsNew
 
+    del yes  # the Dex CLI's confirmation: accepted, nothing to confirm here
     if reason is not None and not reason.strip():
         from dexcli.cli.errors import UsageError
 
@@ -86,6 +91,9 @@ def continue_as_new(
     store = open_store(must_exist=True)
     try:
         flow = flow_or_not_found(store, flow_id)
+        if run_id is not None and run_id != flow.run_id:
+            raise ConflictError(f"run {run_id} is not the current run of flow {flow_id} ({flow.run_id}): "
+                                "only the current run can continue as new")
         _running(store, flow, "only a running flow can continue as new")
         op = ContinueAsNew(flow_id) if reason is None else ContinueAsNew(flow_id, reason)
         new_run: str = _changed(store, flow_id, lambda: build_engine(store, time_skip=False).change(op))

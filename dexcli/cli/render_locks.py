@@ -89,6 +89,8 @@ def attribute_store_lines(snap: dict[str, Any]) -> list[Text]:
         stores = ", ".join(p["stores"])
         if p["status"] == "SYNCED":
             line.append(f"synced to {stores}" if stores else "not projected (the flow's FlowConfig names no store)")
+        elif p["status"] == "FAILED":
+            line.append(f"failed: {p['error']}", style="red")
         elif p["status"] == "SKIPPED":
             line.append(f"skipped: {p['error']}", style="yellow")
             if stores:

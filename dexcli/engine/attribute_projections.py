@@ -16,7 +16,8 @@ from dexcli.store.attribute_outbox import of_flow
 class Projection:
     """How a flow's synced attribute stands (for inspect): `status` PENDING (not written yet:
     `error` says what failed, `attempts` how often), SYNCED (its latest value is in `stores`;
-    none when the flow's FlowConfig names no store) or SKIPPED (a store cannot take it: `error`)."""
+    none when the flow's FlowConfig names no store), SKIPPED (a store cannot take it: `error`)
+    or FAILED (given up after about an hour of failed writes, its value kept: `error`)."""
 
     key: str
     status: str
@@ -31,6 +32,10 @@ class Projection:
     @property
     def skipped(self) -> bool:
         return self.status == "SKIPPED"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "FAILED"
 
     def as_json(self) -> dict[str, Any]:
         return {"key": self.key, "status": self.status, "stores": list(self.stores), "attempts": self.attempts,

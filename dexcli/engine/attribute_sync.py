@@ -8,9 +8,14 @@ the marked projections to the stores once that transaction has committed (the st
 A drain first claims its rows in a durable transaction, which also commits what ASYNC
 durability left open: no store is written a value the dex database could still lose.
 So, as on Dex, a projection never rolls back or delays the attribute's write, a failed one is
-retried (100 ms backoff, doubling, at most 30 s apart), and the store holds each key's latest
-value; unlike Dex, a projection is retried until it is written (Dex gives up after an hour) and
-none is lost when a process dies: the next process that drains writes it.
+retried (100 ms backoff, doubling, at most 30 s apart) and given up after about an hour of
+retries (`GIVE_UP_ATTEMPTS` failed writes), and the store holds each key's latest value. A
+store that fails is tried once per drain: the other projections routed to it wait for their
+next retry, so a store that is down (a connect that times out) costs one try, not one per flow.
+Unlike Dex, none is lost: a projection given up is FAILED with its value kept (`dex inspect`
+and `dex doctor` name it), and the next process that opens the stores (`open`) makes it due
+again, as does the next write of the attribute; none is lost when a process dies either: the
+next process that drains writes it.
 
 Which stores: `route` — the flow's FlowConfig `attribute_store_names` when it sets them ([]
 projects to none), else dex.toml's default store. A flow's names are read when its projections
@@ -32,10 +37,11 @@ from dexcli.engine.attribute_projections import Projection, projections
 from dexcli.engine.transitions import attribute_sync as t
 from dexcli.sdk.errors import DexServiceError
 from dexcli.store import Store
-from dexcli.store.attribute_outbox import SyncRow, next_due
+from dexcli.store.attribute_outbox import SyncRow, any_failed, next_due
 from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings, Target, open_target
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 30.0  # Dex's syncRetryPolicy defaults
+GIVE_UP_SECONDS = 3600.0  # ... and its expiration: about an hour of retries
 LEASE_SECONDS = 60.0  # a claim no drain finishes in this long may be taken over
 
 
@@ -95,6 +101,8 @@ class AttributeSync:
         self.written = 0  # projections written (each key to all its stores), for tests and bench
 
     def open(self) -> None:
+        """Open every store (an AttributeStoreError naming the first that cannot be); then the
+        projections an earlier process gave up are due again (`transitions.attribute_sync.requeue`)."""
         try:
             for name, settings in self.config.stores.items():
                 if name not in self.targets:
@@ -102,6 +110,13 @@ class AttributeSync:
         except AttributeStoreError:
             self.close()
             raise
+        if not self.store.read(lambda tx: any_failed(tx.c)):  # (no write transaction for nothing)
+            return
+        with self.store.tx() as tx:
+            again = t.requeue(tx)
+        if again:
+            self.report(f"Attribute Store: {again} projection(s) given up earlier are retried now that the "
+                        "stores are open")
 
     def close(self) -> None:
         if self._timer is not None:
@@ -170,25 +185,29 @@ class AttributeSync:
         for r in rows:
             by_flow.setdefault(r.flow_id, []).append(r)
         done: list[t.Settled] = []
+        down: dict[str, str] = {}  # store -> its failure in this drain: not tried again in it
         for flow_id, items in by_flow.items():
-            done += self._write_flow(flow_id, items, now)
+            done += self._write_flow(flow_id, items, now, down)
         with self.store.tx() as tx:
             t.settle(tx, done)
         self.written += sum(1 for s in done if s.kind == "delivered")
 
-    def _write_flow(self, flow_id: str, items: list[SyncRow], now: float) -> list[t.Settled]:
+    def _write_flow(self, flow_id: str, items: list[SyncRow], now: float, down: dict[str, str]
+                    ) -> list[t.Settled]:
         try:
             stores = route(self.names_of(flow_id), self.config)
         except UnknownAttributeStoreError as exc:
-            return [t.Settled(r, "retry", str(exc), now + BACKOFF_MAX) for r in items]
+            return [self._failed(flow_id, r, str(exc), now + BACKOFF_MAX) for r in items]
         if not stores:
             if self.names_of(flow_id) is not None:  # its FlowConfig names none: projections are off
                 return [t.Settled(r, "drop") for r in items]
-            return [t.Settled(r, "retry", "no Attribute Store: dex.toml names no default store "
-                                          "([attribute_store] default)", now + BACKOFF_MAX) for r in items]
+            return [self._failed(flow_id, r, "no Attribute Store: dex.toml names no default store "
+                                             "([attribute_store] default)", now + BACKOFF_MAX) for r in items]
         values = {r.key: None if r.value is None else json.loads(r.value) for r in items}
         skipped: dict[str, list[str]] = {}
         for name in stores:
+            if name in down:  # failed in this drain already: wait for the retry
+                return [self._failed(flow_id, r, down[name], now + backoff(r.attempts)) for r in items]
             target = self.targets.get(name)
             try:
                 if target is None:
@@ -196,8 +215,9 @@ class AttributeSync:
                 for s in target.upsert(flow_id, values):
                     skipped.setdefault(s.key, []).append(f"{name}: {s.reason}")
             except AttributeStoreError as exc:
+                down[name] = str(exc)
                 self.report(f"{exc}; retrying")
-                return [t.Settled(r, "retry", str(exc), now + backoff(r.attempts)) for r in items]
+                return [self._failed(flow_id, r, str(exc), now + backoff(r.attempts)) for r in items]
         out = []
         for r in items:
             if r.key in skipped:
@@ -208,6 +228,16 @@ class AttributeSync:
                 out.append(t.Settled(r, "delivered", stores=stores))
         return out
 
+    def _failed(self, flow_id: str, r: SyncRow, error: str, next_at: float) -> t.Settled:
+        """A write of `r` failed: retried at `next_at`, or given up once it has failed for about
+        an hour (GIVE_UP_ATTEMPTS), its value kept."""
+        if r.attempts + 1 < GIVE_UP_ATTEMPTS:
+            return t.Settled(r, "retry", error, next_at)
+        why = (f"given up after {r.attempts + 1} failed attempts (about an hour): {error}; kept: retried when a "
+               "dex process next opens the stores, or when the attribute is written again")
+        self.report(f"Attribute Store: flow {flow_id!r} {r.key!r} {why}")
+        return t.Settled(r, "fail", why)
+
     # ------------------------------------------------------------------ views ------------
     def projections(self, flow_id: str) -> list[Projection]:
         return projections(self.store, flow_id)
@@ -215,3 +245,15 @@ class AttributeSync:
 
 def backoff(attempts: int) -> float:
     return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(attempts, 20)))
+
+
+def _give_up_attempts() -> int:
+    """The failed writes whose backoffs add up to GIVE_UP_SECONDS (128: about an hour)."""
+    n, waited = 0, 0.0
+    while waited < GIVE_UP_SECONDS:
+        waited += backoff(n)
+        n += 1
+    return n
+
+
+GIVE_UP_ATTEMPTS = _give_up_attempts()

@@ -34,6 +34,7 @@ from typing import Any, overload
 
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
+from dexcli.engine.activity import Activity, AttemptHere
 from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
 from dexcli.engine.batch import GroupCommit
@@ -64,7 +65,7 @@ from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import StartFlowOptions
 from dexcli.sdk.rpc import RPCInvokeOptions, RpcSpec
-from dexcli.store import FlowState, Method, Skipped, StepState, Store
+from dexcli.store import FlowState, Method, StepState, Store
 from dexcli.store.errors import DatabaseReplacedError
 
 log = logging.getLogger("dexcli.engine")
@@ -126,7 +127,7 @@ class Engine:
     # ------------------------------------------------------------------ facade -----------
     # The face every caller uses (the CLI, Client/AsyncClient, Worker, DexTestEnv): store, clock,
     # definitions (the registry and the flows loaded by reference), events, check_runnable,
-    # start_flow(_async), drive(_async), change, invoke_rpc(_async), release, time_skip,
+    # start_flow(_async), drive(_async), change, invoke_rpc(_async), release, activity,
     # use_attribute_stores. Everything else is private: the engine's parts get hooks.
     @property
     def _owner(self) -> str:
@@ -816,8 +817,17 @@ class Engine:
         self._endings.after_woken(flow_id, applied.woken)
         self._wake()
 
-    def time_skip(self, flow_ids: list[str] | None, seconds: float) -> Skipped:
-        """Move these flows' clocks (None: every running flow's) forward by `seconds` (`dex time
-        skip`; see Store.skip_flows for the flows a live process holds, which do not move). A
-        process driving a moved flow follows within half a second."""
-        return self.store.skip_flows(flow_ids, seconds)
+    def activity(self, *, running: bool = True) -> Activity:
+        """A frozen snapshot of what this engine did (attempts started, verdicts committed,
+        flows closed) and of the attempts leased to this process that it runs now (from any
+        thread; dexcli.engine.activity). Read-only: the bench's counters, the tests' checks.
+        `running=False` leaves the attempts out (empty): the counters alone, no lock taken."""
+        runs: list[AttemptRun] = []
+        if running:
+            with self._runs_lock:
+                runs = list(self._runs.values())
+        stats = self._stats
+        return Activity(stats["attempts"], stats["transitions"], stats["flows_closed"], tuple(
+            AttemptHere(r.flow_id, r.seid, r.attempt,
+                        None if r.driver is None else isinstance(r.driver, SyncAttempt), r.began)
+            for r in runs))

@@ -13,6 +13,9 @@
   - a closed flow has nothing queued or running; a RUNNING flow has something queued,
     running or backing off, unless every branch dead-ended (or it has no start step and no RPC
     has started one yet);
+  - no synced attribute's projection was given up (FAILED: its Attribute Store failed every
+    write for about an hour; the value is kept and is written when a dex process next opens
+    the stores);
   - and first, that SQLite finds the file whole (`PRAGMA quick_check`).
 """
 
@@ -25,6 +28,7 @@ from typing import Any
 
 from dexcli.store import AttemptOutcome as Outcome
 from dexcli.store import AttemptRecord, FlowRecord, Method, StepRecord, StepState, Store
+from dexcli.store.attribute_outbox import FAILED, of_flow
 
 Event = tuple[str, dict[str, Any]]  # (type, payload)
 
@@ -47,7 +51,12 @@ def check_flow(store: Store, flow: FlowRecord) -> list[str]:
         problems += _check_step(f"{fid} {s.step_execution_id}", s,
                                 sorted(attempts.get(s.step_execution_id, []), key=lambda a: a.attempt), counts,
                                 before.get(s.step_execution_id, 0))
-    return problems + _check_closing(flow, steps, history)
+    return problems + _check_closing(flow, steps, history) + _check_projections(store, fid)
+
+
+def _check_projections(store: Store, fid: str) -> list[str]:
+    return [f"{fid}: Attribute Store projection of {r.key!r} {r.error or 'given up'}"
+            for r in store.read(lambda tx: of_flow(tx.c, fid)) if r.status == FAILED]
 
 
 @dataclass(frozen=True)

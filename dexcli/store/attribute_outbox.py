@@ -9,7 +9,10 @@ projection is latest-state): a later write replaces it and bumps `seq`. A draine
 marks each one SYNCED after, only if its `seq` is still the one it wrote; a row written
 meanwhile stays PENDING for the next drain, so an older value can never overwrite a newer one in
 the store. A claim of a process that died, or whose lease ran out, can be taken over. A SYNCED
-row stays (one per synced key of a flow): `dex inspect` shows where each value went.
+row stays (one per synced key of a flow): `dex inspect` shows where each value went. A row
+whose writes failed for about an hour is FAILED (`give_up`): not retried, its value kept; the
+next process that opens the stores puts it back to PENDING (`requeue_failed`), as does the
+next write of the attribute.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from dexcli.store.owners import owner_alive
 
-PENDING, SYNCED, SKIPPED = "PENDING", "SYNCED", "SKIPPED"
+PENDING, SYNCED, SKIPPED, FAILED = "PENDING", "SYNCED", "SKIPPED", "FAILED"
 _COLUMNS = "flow_id, key, value, seq, written, status, owner, lease_until, attempts, next_at, error, stores"
 
 
@@ -32,7 +35,7 @@ class SyncRow:
     value: str | None  # JSON; None: deleted (SQL NULL)
     seq: int
     written: float
-    status: str  # PENDING | SYNCED | SKIPPED
+    status: str  # PENDING | SYNCED | SKIPPED | FAILED
     owner: str | None
     lease_until: float | None
     attempts: int
@@ -82,6 +85,25 @@ def retry(c: sqlite3.Connection, row: SyncRow, next_at: float, error: str) -> No
     c.execute("UPDATE attribute_sync SET attempts = attempts + 1, next_at = ?, error = ? "
               "WHERE flow_id = ? AND key = ? AND seq = ?", (next_at, error, row.flow_id, row.key, row.seq))
     release(c, row)
+
+
+def give_up(c: sqlite3.Connection, row: SyncRow, error: str) -> None:
+    """Writing it failed for too long: FAILED, not retried (its value kept) until it is requeued
+    or the attribute is written again."""
+    c.execute("UPDATE attribute_sync SET status = 'FAILED', attempts = attempts + 1, error = ? "
+              "WHERE flow_id = ? AND key = ? AND seq = ?", (error, row.flow_id, row.key, row.seq))
+    release(c, row)
+
+
+def any_failed(c: sqlite3.Connection) -> bool:
+    return c.execute("SELECT 1 FROM attribute_sync WHERE status = 'FAILED' LIMIT 1").fetchone() is not None
+
+
+def requeue_failed(c: sqlite3.Connection) -> int:
+    """Every FAILED row PENDING again, due at once, its attempts from 0 (the stores are open
+    again); how many."""
+    return c.execute("UPDATE attribute_sync SET status = 'PENDING', attempts = 0, next_at = 0 "
+                     "WHERE status = 'FAILED'").rowcount
 
 
 def skip(c: sqlite3.Connection, row: SyncRow, reason: str, stores: list[str]) -> None:

@@ -114,3 +114,24 @@ def test_a_store_that_cannot_be_opened_is_one_line_and_exit_5(project: tuple[Cli
     res = cli("run", "--file", f"{root / 'profile.py'}:ProfileFlow", "--input", '"x"', db=False)
     line = assert_error(res, 5, "Attribute Store 'pg'", "cannot connect")
     assert "secret" not in line
+
+
+def test_a_projection_given_up_is_shown_by_inspect_and_doctor_and_written_by_the_next_command(
+        project: tuple[Cli, Path]) -> None:
+    """How the engine gives one up is test_postgres_store's; here what the user sees of it."""
+    import sqlite3
+
+    cli, root = project
+    cli.ok("run", "--file", f"{root / 'profile.py'}:ProfileFlow", "--flow-id", "u1", "--input", '"ada@x"', db=False)
+    with sqlite3.connect(root / "profiles.db") as store:
+        store.execute("UPDATE profiles SET email = 'stale' WHERE flow_id = 'u1'")
+    why = "given up after 128 failed attempts (about an hour): Attribute Store 'profiles': upsert failed"
+    with sqlite3.connect(root / "dex.db") as db:
+        db.execute("UPDATE attribute_sync SET status = 'FAILED', attempts = 128, error = ?", (why,))
+    assert f"email → failed: {why}" in cli.ok("inspect", "u1", db=False).stdout
+    res = cli("doctor", db=False)
+    assert res.exit_code == 1 and f"u1: Attribute Store projection of 'email' {why}" in res.stdout
+    cli.ok("run", "--file", f"{root / 'profile.py'}:ProfileFlow", "--flow-id", "u2", "--input", '"b@x"', db=False)
+    assert rows(root / "profiles.db")["u1"]["email"] == "ada@x"  # kept, and written once the stores opened
+    assert cli.json("inspect", "u1", "--json", db=False)["state"]["attributeStore"][0]["status"] == "SYNCED"
+    cli.ok("doctor", db=False)

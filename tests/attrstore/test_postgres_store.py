@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from dexcli import Attribute, Context, Flow, PersistenceSchema, RPCResult, StepList, rpc
-from dexcli.engine.attribute_sync import AttributeStores
+from dexcli.engine.attribute_sync import GIVE_UP_ATTEMPTS, GIVE_UP_SECONDS, AttributeStores
+from dexcli.engine.doctor import check
 from dexcli.sdk.results import StartFlowOptions
 from dexcli.store.attribute_targets import AttributeStoreError, StoreSettings
 from dexcli.testing import DexTestEnv
@@ -211,3 +212,62 @@ def test_an_unreachable_server_or_a_missing_table_is_one_clear_error(database: s
         with pytest.raises(AttributeStoreError, match="cannot connect") as exc:
             env.engine.use_attribute_stores(entity_store(down))
         assert "hunter2" not in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_server_that_stays_away_costs_one_try_a_drain_is_given_up_after_an_hour_and_nothing_is_lost(
+        database: str, tmp_path: Path) -> None:
+    users = ["u1", "u2", "u3"]
+    with DexTestEnv(tmp_path / "dex.db", start=0.0) as env:
+        sync = env.engine.use_attribute_stores(entity_store(database))
+        flow = UserProfileFlow()
+        for u in users:
+            create_user_profile(env, flow, u, ADA)
+        target: Any = sync.targets["entityStore"]
+        target.settings = replace(target.settings, dsn="postgresql://postgres@127.0.0.1:1/postgres")  # gone
+        target.conn.close()
+        real, connects = target._psycopg, []
+
+        class Counting:
+            Error = real.Error
+
+            def connect(self, *args: Any, **kwargs: Any) -> Any:
+                connects.append(env.clock.real())
+                return real.connect(*args, **kwargs)
+
+        target._psycopg = Counting()
+        for u in users:
+            env.client.invoke_rpc(flow.update_profile, u, BYRON)
+        def emails() -> list[tuple[str, int]]:
+            return [(p.status, p.attempts) for u in users for p in sync.projections(u) if p.key == "email"]
+
+        assert [status for status, _ in emails()] == ["PENDING"] * 3
+        t_down = env.clock.real()
+        drains = 0
+        while not all(status == "FAILED" for status, _ in emails()):
+            env.clock.advance(5)
+            connects.clear()
+            sync.drain()
+            assert len(connects) <= 1  # 21 projections of three flows: one try at the store that is down
+            drains += 1
+            assert drains < 2000, emails()
+        waited = env.clock.real() - t_down
+        assert GIVE_UP_SECONDS <= waited <= GIVE_UP_SECONDS + 300 and drains > 100  # bounded, backed off
+        assert {attempts for _, attempts in emails()} == {GIVE_UP_ATTEMPTS}
+        env.clock.advance(3600)
+        connects.clear()
+        sync.drain()
+        assert connects == []  # given up: no more tries
+        [row] = [p for p in env.inspect("u2")["state"]["attributeStore"] if p["key"] == "email"]
+        assert row["status"] == "FAILED" and "given up after 128 failed attempts" in row["error"]
+        assert "cannot connect" in row["error"] or "upsert failed" in row["error"]
+        problems, _ = check(env.store)
+        assert len(problems) == 21 and all("given up" in p for p in problems)  # doctor names each
+        assert select(database, "u1")["email"] == "ada@example.com"  # type: ignore[index]  # not written...
+
+    with DexTestEnv(tmp_path / "dex.db", start=0.0) as env:  # the next process, the server back
+        env.engine.use_attribute_stores(entity_store(database))  # opens the stores: due again, written
+        for u in users:
+            assert select(database, u)["email"] == "ada.byron@example.com"  # type: ignore[index]  # ...nor lost
+            assert {p.status for p in env.engine.use_attribute_stores(entity_store(database)).projections(u)} == {
+                "SYNCED"}
+        assert check(env.store)[0] == []

@@ -123,6 +123,34 @@ def test_continue_as_new_prints_the_new_run_and_inspect_shows_the_chain(cli: Cli
     cli.ok("doctor")
 
 
+def _unchanged(cli: Cli, flow_id: str, before: dict[str, Any]) -> bool:
+    now = cli.json("inspect", flow_id, "--json")
+    return (now["summary"], now["history"], now["runs"], [(s["stepExecutionId"], s["status"]) for s in now["steps"]]) \
+        == (before["summary"], before["history"], before["runs"],
+            [(s["stepExecutionId"], s["status"]) for s in before["steps"]])
+
+
+def test_continue_as_new_takes_the_dex_cli_run_id_and_yes_and_a_stale_run_id_changes_nothing(cli: Cli) -> None:
+    cli.ok("start", "polling", "--flow-id", "p")
+    first = cli.json("inspect", "p", "--json")
+    run = first["summary"]["runId"]
+    assert_error(cli("continue-as-new", "p", "--run-id", "other", "--yes"), 4,
+                 f"run other is not the current run of flow p ({run})")
+    assert _unchanged(cli, "p", first)  # refused: the run, its history and steps as they were
+    out = cli.json("continue-as-new", "p", "--run-id", run, "--yes", "--json")
+    assert out["previousRunId"] == run and out["runId"] != run
+    assert_error(cli("continue-as-new", "p", "--run-id", run), 4,  # that run is history now
+                 f"run {run} is not the current run of flow p ({out['runId']})")
+    assert cli.json("inspect", "p", "--json")["summary"]["runId"] == out["runId"]
+    new_run = cli.ok("continue-as-new", "p", "--yes").stdout.strip()  # --yes alone: the current run
+    assert new_run not in (run, out["runId"])
+    cli.ok("stop", "p")
+    closed = cli.json("inspect", "p", "--json")
+    assert_error(cli("continue-as-new", "p", "--run-id", new_run, "--yes"), 4, "already CANCELED")
+    assert _unchanged(cli, "p", closed)
+    assert_error(cli("continue-as-new", "nope", "--run-id", new_run), 3, "no flow with id 'nope'")
+
+
 @pytest.mark.parametrize("pair,fragment", [
     ("nope=1", "unknown key 'nope'; the keys are step-durability, continue-as-new-threshold"),
     ("step-durability", "give KEY=VALUE"),

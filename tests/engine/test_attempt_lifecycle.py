@@ -58,7 +58,7 @@ def test_an_attempt_cancelled_before_its_first_step_does_not_keep_the_drive_busy
         run_on_clock(lambda: env.engine.drive_async(["f"], until_idle=True, until=lambda: env.clock.now() > t0 + 30,
                                             poll=1, release=False), env.clock)
         assert env.clock.now() - t0 < 30  # idle at once, not stopped by the guard
-        assert env.engine._runs == {} and env.engine.release() == 0
+        assert env.engine.activity().running == () and env.engine.release() == 0
         view = env.inspect("f")
         assert view["summary"]["flowStatus"] == "COMPLETED"
         assert {s["stepExecutionId"]: s["status"] for s in view["steps"]}["Later-1"] == "CANCELED"

@@ -298,4 +298,4 @@ def test_a_step_stops_another_running_flow_through_the_client() -> None:
         env.drive(both, until=lambda: all(env.client.result(f).status.name != "RUNNING" for f in both))
         assert env.client.result("stopper").single_output(str) == "CANCELED"
         assert env.client.result("victim").status.name == "CANCELED"
-        assert not env.engine._runs
+        assert not env.engine.activity().running

@@ -16,7 +16,6 @@ import pytest
 from dexcli import Context, Flow, Step, StepDecision, StepList, go_to, graceful_complete
 from dexcli.engine import transitions
 from dexcli.engine.step_threads import StepThreads, current_worker
-from dexcli.engine.sync_attempt import SyncAttempt
 from dexcli.testing import DexTestEnv
 from tests.engine.engine_flows import opts
 
@@ -69,9 +68,9 @@ def test_the_next_step_runs_on_the_same_thread_after_its_predecessor_committed()
         DB["path"] = env.engine.store.path
         drivers: list[Any] = []
         env.engine.events.listeners.append(lambda e: drivers.append(
-            env.engine._runs[(e.flow_id, e.data["stepExecutionId"])].driver) if e.type == "attemptStarted" else None)
+            env.engine.activity().of(e.flow_id, e.data["stepExecutionId"])) if e.type == "attemptStarted" else None)
         assert env.run(Chain(), 1, "f").single_output(int) == 4
-        assert all(isinstance(d, SyncAttempt) for d in drivers) and len(drivers) == 3
+        assert all(d is not None and d.on_thread for d in drivers) and len(drivers) == 3
     assert [name for name, _, _ in SEEN] == ["First", "Second", "Third"]
     assert len({thread for _, thread, _ in SEEN}) == 1  # one thread call ran the whole chain
     # SYNC: each handler runs only once its predecessor's decision is committed (another
@@ -150,7 +149,7 @@ def test_a_late_commit_of_a_timed_out_attempt_is_refused_and_other_flows_go_on(
         completed = [e for e in env.inspect("a")["history"] if e["type"] == "StepExecuteCompleted"]
         assert len(completed) == 1
         assert [x for x in applied if x[0] == "a"] == [("a", step["stepExecutionId"], 2)]
-        assert not env.engine._runs
+        assert not env.engine.activity().running
     assert len(stuck.threads) == 2 and stuck.threads[0] != stuck.threads[1]
 
 

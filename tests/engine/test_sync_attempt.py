@@ -15,7 +15,6 @@ from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, gra
 from dexcli.engine import StopFlow, transitions
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
-from dexcli.engine.sync_attempt import SyncAttempt
 from dexcli.testing import DexTestEnv
 from tests.engine.engine_flows import opts
 
@@ -62,8 +61,8 @@ def callback_driven(env: DexTestEnv) -> dict[str, Any]:
 
     def started(ev: Event) -> None:
         if ev.type == "attemptStarted":
-            run = env.engine._runs[(ev.flow_id, ev.data["stepExecutionId"])]
-            assert isinstance(run.driver, SyncAttempt)
+            run = env.engine.activity().of(ev.flow_id, ev.data["stepExecutionId"])
+            assert run is not None and run.on_thread
             seen["loop"] = asyncio.get_running_loop()
 
     env.engine.events.listeners.append(started)
@@ -105,7 +104,7 @@ def test_a_timeout_while_the_handler_is_in_its_thread_is_committed_at_once(monke
         assert result.single_output(int) == 12  # attempt 1's late result was ignored
         assert outcomes(env, "f") == ["TIMED_OUT", "COMPLETED"]
         assert applied == ["Held-1"]  # attempt 2's decision only
-        assert not env.engine._runs
+        assert not env.engine.activity().running
 
 
 def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +123,7 @@ def test_fenced_while_in_its_thread_commits_nothing(monkeypatch: pytest.MonkeyPa
         assert env.inspect("f")["summary"]["flowStatus"] == "CANCELED"
         assert applied == []
         assert not any(e["type"] == "stepCompleted" for e in env.events)
-        assert not env.engine._runs and env.engine.release() == 0
+        assert not env.engine.activity().running and env.engine.release() == 0
 
 
 class StopBeforeCommit(Faults):
@@ -164,7 +163,7 @@ def test_fenced_while_waiting_for_its_commit_commits_nothing(monkeypatch: pytest
             assert not any(e["type"] == "StepExecuteCompleted" for e in env.inspect("f")["history"])
         assert not any(e["type"] == "stepCompleted" and e["flowId"] == "f" for e in env.events)
         env.drive(["g"])
-        assert not env.engine._runs and env.engine.release() == 0
+        assert not env.engine.activity().running and env.engine.release() == 0
 
 
 def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -> None:
@@ -181,7 +180,7 @@ def test_a_drive_stopped_with_the_handler_in_its_thread_releases_the_attempt() -
         step.on_call = on_call
         env.start(HeldFlow(step), 10, "f")
         env.drive(["f"], until=stopping.is_set)
-        assert not env.engine._runs
+        assert not env.engine.activity().running
         assert env.engine.release() == 0  # the drive released it as it ended
         step.release.set()
         assert outcomes(env, "f") == ["INTERRUPTED"]

@@ -14,8 +14,8 @@ from dexcli.store.attribute_outbox import SyncRow
 @dataclass(frozen=True)
 class Settled:
     """What became of one claimed projection: `delivered` (every store has it), `retry` (at
-    `next_at`, after `error`), `skip` (a store cannot take the value: `error` says why) or
-    `drop` (the flow projects to no store)."""
+    `next_at`, after `error`), `fail` (retried too long: given up, `error` says why), `skip` (a
+    store cannot take the value: `error` says why) or `drop` (the flow projects to no store)."""
 
     row: SyncRow
     kind: str
@@ -35,5 +35,12 @@ def settle(tx: Tx, results: list[Settled]) -> None:
             outbox.delivered(tx.c, s.row, list(s.stores))
         elif s.kind == "skip":
             outbox.skip(tx.c, s.row, s.error or "", list(s.stores))
+        elif s.kind == "fail":
+            outbox.give_up(tx.c, s.row, s.error or "")
         else:
             outbox.retry(tx.c, s.row, s.next_at, s.error or "")
+
+
+def requeue(tx: Tx) -> int:
+    """The projections given up (FAILED) due again, from their first attempt: the stores opened."""
+    return outbox.requeue_failed(tx.c)
