@@ -49,17 +49,20 @@ class StartBatches:
         self._after = after  # after COMMIT, for each start written
         self._unit: Unit[_Outcome] | None = None
         self._pending: list[_Pending] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # the open batch's
         self._paused = False  # this batch paused the cyclic GC
 
     def submit(self, req: t.StartRequest, owner: str | None) -> asyncio.Future[t.Started]:
         """Queue a start in this pass's batch; the future resolves after its COMMIT."""
-        future: asyncio.Future[t.Started] = asyncio.get_running_loop().create_future()
-        if self._unit is None or self._commits.last() is not self._unit:
+        loop = self._loop
+        if self._unit is None or self._commits.last() is not self._unit or loop is None:
             pending: list[_Pending] = []
             self._pending = pending
+            loop = self._loop = asyncio.get_running_loop()  # (a getpid() syscall: once per batch)
             self._unit = Unit(lambda tx: self._apply(tx, pending), self._done,
                               failed=lambda exc: self._failed(pending, exc), ended=self._resume_gc)
             self._commits.queue(self._unit)
+        future: asyncio.Future[t.Started] = loop.create_future()
         self._pending.append((req, owner, future))
         return future
 

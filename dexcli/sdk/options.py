@@ -222,7 +222,13 @@ class ResolvedOptions:
         }
 
     def to_json(self) -> str:
-        return _to_json(self)
+        """The one encoding, kept on the instance once made (the cache below hashes every
+        field of it at each call)."""
+        text: str | None = self.__dict__.get("_json")
+        if text is None:
+            text = _to_json(self)
+            object.__setattr__(self, "_json", text)  # not a field: equality and replace() ignore it
+        return text
 
     @staticmethod
     def from_json(text: str) -> ResolvedOptions:

@@ -128,7 +128,7 @@ def _new_step_row(step: StepRecord) -> tuple[str, tuple[Any, ...]]:
     insert = _STEP_INSERTS.get(shape)
     if insert is None:
         insert = _STEP_INSERTS[shape] = _step_insert(shape)
-    return insert[0], insert[1](values) + (step.status.value, step.method.value)
+    return insert[0], insert[1](values) + (step.status._value_, step.method._value_)  # (.value: a property)
 
 
 def _step_insert(shape: tuple[bool, ...]) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:

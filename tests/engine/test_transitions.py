@@ -883,3 +883,18 @@ def test_an_update_that_lowers_the_threshold_to_what_the_run_has_reached_rolls_i
     with store.tx() as tx:
         t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 2}, T0 + 3)  # the update is the 2nd
     assert flow(store).run_id != first and [e for e, _ in events(store)] == ["FlowContinued"]
+
+
+def test_resolved_options_follow_the_step_options_object_asked_for(defs: Definitions) -> None:
+    """Definitions.options answers the same StepOptions object from its last entry: another
+    object (a movement's options for the same step) is resolved from itself, and the step's
+    own again from its own."""
+    d = definition(defs)
+    spec = d.steps["Work"]
+    own = defs.options(d, spec)
+    assert defs.options(d, spec) is own
+    short = StepOptions(execute_method_timeout=timedelta(seconds=7))
+    moved = defs.options(d, spec, short)
+    assert moved.method_timeout == 7 and moved is not own
+    assert defs.options(d, spec, short) is moved and defs.options(d, spec) is own
+    assert defs.options(d, spec, StepOptions(execute_method_timeout=timedelta(seconds=7))) == moved
