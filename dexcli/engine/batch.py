@@ -43,6 +43,7 @@ class Unit(Generic[R]):
     durable: bool = True  # False: may be acknowledged before it is committed (ASYNC durability)
     failed: Callable[[BaseException], None] | None = None  # without a future: told what failed it
     skip: bool = False  # without a future: cancelled before its commit (left out, not applied)
+    ended: Callable[[], None] | None = None  # when the flush that took it is over, whatever happened
 
 
 class _Rollback(Exception):
@@ -104,6 +105,14 @@ class GroupCommit:
         """Commit everything queued now (also called directly when a drive session ends)."""
         batch = [u for u in self._queue if not u.skip and (u.future is None or not u.future.cancelled())]
         self._queue = []
+        ends = [u.ended for u in batch if u.ended is not None]
+        try:
+            self._flush(batch)
+        finally:  # a KeyboardInterrupt in COMMIT too: what a unit holds open until then is let go
+            for ended in ends:
+                ended()
+
+    def _flush(self, batch: list[Unit[Any]]) -> None:
         while batch:
             try:
                 results = self._commit(batch)

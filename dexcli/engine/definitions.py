@@ -43,6 +43,9 @@ class Definitions:
         self.loader = loader
         self.unloadable: dict[str, str] = {}  # flow id -> why its code cannot be loaded
         self._options: dict[tuple[str, Any], ResolvedOptions] = {}
+        # the last StepOptions object each step resolved, and its resolved options: the same
+        # object again (most steps return one) is answered without the hash of its every field
+        self._last: dict[tuple[str, str], tuple[StepOptions, ResolvedOptions]] = {}
         self._prepared: set[str] = set()
 
     def prepare(self) -> None:
@@ -110,6 +113,9 @@ class Definitions:
         """The resolved options of `spec` (its own, or `opts` from a movement), cached per flow
         type and StepOptions value."""
         opts = spec.options() if opts is None else opts
+        last = self._last.get((definition.flow_type, spec.step_type))
+        if last is not None and last[0] is opts:
+            return last[1]
         key = (definition.flow_type, _identity(opts))
         try:
             hit = self._options.get(key)
@@ -117,6 +123,7 @@ class Definitions:
             return self._resolve(definition, spec, opts)
         if hit is None:
             hit = self._options[key] = self._resolve(definition, spec, opts)
+        self._last[(definition.flow_type, spec.step_type)] = (opts, hit)
         return hit
 
     def _resolve(self, definition: FlowDefinition, spec: StepSpec, opts: StepOptions) -> ResolvedOptions:

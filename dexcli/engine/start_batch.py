@@ -18,8 +18,9 @@ each full collection took 30-90 ms here, two or three per batch of 10,000 (turne
 right after the batch, it made one more full collection at once, over the batch's outcomes).
 The pause spans the batch's statements, the group commit's COMMIT and the engine's follow-up
 of each start: no await, no step code on this thread (handler threads go on; what they make
-meanwhile is collected after it); a callback on the loop turns it back on at its next pass if
-a failure skipped that. The collector's settings are left as they are: a client runs in its
+meanwhile is collected after it). Whatever ends the group commit's flush (a failure, a
+KeyboardInterrupt in its COMMIT), the unit's `ended` turns the collector back on before the
+flush returns or raises. The collector's settings are left as they are: a client runs in its
 user's process, whose collector is the user's to tune (gc.freeze or higher thresholds, as a
 worker sets them: dexcli.engine.process.tune_gc, would keep that process's objects from ever
 being collected, or change how often the user's own garbage is); only a paused-and-resumed
@@ -48,34 +49,31 @@ class StartBatches:
         self._after = after  # after COMMIT, for each start written
         self._unit: Unit[_Outcome] | None = None
         self._pending: list[_Pending] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # the open batch's
         self._paused = False  # this batch paused the cyclic GC
 
     def submit(self, req: t.StartRequest, owner: str | None) -> asyncio.Future[t.Started]:
         """Queue a start in this pass's batch; the future resolves after its COMMIT."""
-        future: asyncio.Future[t.Started] = asyncio.get_running_loop().create_future()
-        if self._unit is None or self._commits.last() is not self._unit:
+        loop = self._loop
+        if self._unit is None or self._commits.last() is not self._unit or loop is None:
             pending: list[_Pending] = []
             self._pending = pending
+            loop = self._loop = asyncio.get_running_loop()  # (a getpid() syscall: once per batch)
             self._unit = Unit(lambda tx: self._apply(tx, pending), self._done,
-                              failed=lambda exc: self._failed(pending, exc))
+                              failed=lambda exc: self._failed(pending, exc), ended=self._resume_gc)
             self._commits.queue(self._unit)
+        future: asyncio.Future[t.Started] = loop.create_future()
         self._pending.append((req, owner, future))
         return future
 
     def _apply(self, tx: Tx, pending: list[_Pending]) -> _Outcome:
         live = [p for p in pending if not p[2].cancelled()]  # (applied again if another unit rolls back)
         now = self._now
-        loop = _running_loop() if len(live) > 1 and gc.isenabled() else None
-        if loop is not None:  # paused until its outcome is told: see the module's docstring
+        if len(live) > 1 and gc.isenabled():  # paused until its outcome is told: see the module's docstring
             gc.disable()
             self._paused = True
-            loop.call_soon(self._resume_gc)  # at the latest (if a failure skipped that)
-        try:
-            return list(zip(live, t.start_all(tx, [t.Starting(req, now(req.flow_id), owner) for req, owner, _ in live]),
-                            strict=True))
-        except BaseException:
-            self._resume_gc()
-            raise
+        return list(zip(live, t.start_all(tx, [t.Starting(req, now(req.flow_id), owner) for req, owner, _ in live]),
+                        strict=True))
 
     def _resume_gc(self) -> None:
         if self._paused:
@@ -110,8 +108,3 @@ class StartBatches:
                 future.set_exception(exc)
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

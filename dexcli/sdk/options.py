@@ -214,15 +214,24 @@ class ResolvedOptions:
             "methodTimeout": self.method_timeout, "heartbeatTimeout": self.heartbeat_timeout,
             "initialInterval": self.initial_interval, "backoffCoefficient": self.backoff_coefficient,
             "maximumInterval": self.maximum_interval, "maximumAttempts": self.maximum_attempts,
-            "totalDuration": self.total_duration, "durability": self.durability, "failureStep": self.failure_step,
-            "failureStepOptions": None if self.failure_step_options is None else self.failure_step_options.as_dict(),
+            "totalDuration": self.total_duration, "durability": self.durability,
+            # each of the rest only when set (from_dict reads an absent one as unset)
+            **({} if self.failure_step is None else {"failureStep": self.failure_step}),
+            **({} if self.failure_step_options is None else
+               {"failureStepOptions": self.failure_step_options.as_dict()}),
             **({} if self.wait_for_failure is None else {"waitForFailure": self.wait_for_failure}),
             **({"locks": list(self.locks)} if self.locks else {}),
             **({"loads": list(self.loads)} if self.loads else {}),
         }
 
     def to_json(self) -> str:
-        return _to_json(self)
+        """The one encoding, kept on the instance once made (the cache below hashes every
+        field of it at each call)."""
+        text: str | None = self.__dict__.get("_json")
+        if text is None:
+            text = _to_json(self)
+            object.__setattr__(self, "_json", text)  # not a field: equality and replace() ignore it
+        return text
 
     @staticmethod
     def from_json(text: str) -> ResolvedOptions:
@@ -240,7 +249,7 @@ class ResolvedOptions:
 
 @functools.lru_cache(maxsize=1024)
 def _to_json(opts: ResolvedOptions) -> str:
-    return json.dumps(opts.as_dict())
+    return json.dumps(opts.as_dict(), separators=(",", ":"))  # compact: stored with every step execution
 
 
 @functools.lru_cache(maxsize=1024)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from operator import attrgetter
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 from dexcli.store.attempt_rows import CANCEL_ATTEMPTS, END_ATTEMPT
@@ -51,16 +51,16 @@ _LATER_VALUES = attrgetter(*LATER_STEP_FIELDS)
 _LATER_DEFAULTS = (None, None, False, None, None, 0, None, None, None, None, False, None, None, 0, 0)
 _NEW_STEP_FIELDS = tuple(f for f in STEP_COLUMNS.split(", ") if f not in LATER_STEP_FIELDS)
 _NEW_STEP_VALUES = attrgetter(*_NEW_STEP_FIELDS)  # not astuple: it deep-copies
-_STATUS, _METHOD = _NEW_STEP_FIELDS.index("status"), _NEW_STEP_FIELDS.index("method")
-_INSERT_STEP = (f"INSERT INTO steps ({', '.join(_NEW_STEP_FIELDS)}) "
-                f"VALUES ({', '.join('?' for _ in _NEW_STEP_FIELDS)})")
+_PLAIN_NEW_FIELDS = tuple(f for f in _NEW_STEP_FIELDS if f not in ("status", "method"))  # (those two: enums)
+_PLAIN_NEW_VALUES = attrgetter(*_PLAIN_NEW_FIELDS)
+_NO_VALUES = (None,) * len(_PLAIN_NEW_FIELDS)
+_STEP_INSERTS: dict[tuple[bool, ...], tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]] = {}  # by shape
 # One statement: the flow's number, then its last event's key (the end of its range).
 _ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT COALESCE((SELECT MAX(h.seq) "
               "FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), f.num << 24) + 1, "
               "f.flow_id, ?, ?, ? FROM flows f WHERE f.flow_id = ?")
 _INSERT_FLOW = ("INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(num), 0) + 1 FROM flows)) "
-                "ON CONFLICT(flow_id) DO NOTHING")
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(flow_id) DO NOTHING")
 _APPEND_EVENT = "INSERT INTO history (seq, flow_id, event_time, type, payload) VALUES (?, ?, ?, ?, ?)"
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
 
@@ -116,14 +116,28 @@ def _earlier_numbers(step_numbers: str | None, step_type: str) -> tuple[int, int
     return int(counts.get(step_type, 0)), int(counts.get("", 0))
 
 
-def _new_step_row(step: StepRecord) -> list[Any]:
-    """A new step's INSERT parameters (its later fields must still be their defaults)."""
+def _new_step_row(step: StepRecord) -> tuple[str, tuple[Any, ...]]:
+    """A new step's INSERT and its parameters (its later fields must still be their defaults):
+    the columns it has a value for; those it has none for (None) are left to their default,
+    NULL, which costs nothing to bind (a None parameter costs as much as an adapter lookup)."""
     if _LATER_VALUES(step) != _LATER_DEFAULTS:
         raise ValueError(f"step {step.step_execution_id}: a new step has no heartbeat, decision, wait, "
                          "locals or lock wait yet")
-    values = list(_NEW_STEP_VALUES(step))
-    values[_STATUS], values[_METHOD] = step.status.value, step.method.value
-    return values
+    values = _PLAIN_NEW_VALUES(step)
+    shape = tuple(map(is_, values, _NO_VALUES))
+    insert = _STEP_INSERTS.get(shape)
+    if insert is None:
+        insert = _STEP_INSERTS[shape] = _step_insert(shape)
+    return insert[0], insert[1](values) + (step.status._value_, step.method._value_)  # (.value: a property)
+
+
+def _step_insert(shape: tuple[bool, ...]) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
+    """The INSERT of a new step whose plain fields are None where `shape` is True."""
+    kept = [i for i, none in enumerate(shape) if not none]
+    columns = [_PLAIN_NEW_FIELDS[i] for i in kept] + ["status", "method"]
+    pick = itemgetter(*kept)
+    return (f"INSERT INTO steps ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+            (lambda values: (pick(values),)) if len(kept) == 1 else pick)
 
 
 def _in(ids: list[str]) -> str:
@@ -171,11 +185,18 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def insert_flows(self, rows: list[tuple[str, str, str, str | None, str | None, str, float]]) -> None:
         """`insert_flow_if_new` for many flows whose ids are free (`taken_flow_ids`), in order:
-        one statement. A row whose id turned out taken raises (nothing of this call stays then
-        only if the caller rolls back: run it in a savepoint)."""
-        cur = self.c.executemany(_INSERT_FLOW, [(f, r, t, ref, _RUNNING, i, q, at) for f, r, t, ref, i, q, at in rows])
+        one statement, numbered on from the largest number read once (no MAX per row), so the
+        first event of each is keyed with no read (`add_events`). A row whose id turned out taken
+        raises (nothing of this call stays then only if the caller rolls back: run it in a
+        savepoint)."""
+        base = scalar(self.c, "SELECT COALESCE(MAX(num), 0) FROM flows")
+        cur = self.c.executemany(_INSERT_FLOW, [(f, r, t, ref, _RUNNING, i, q, at, n)
+                                                for n, (f, r, t, ref, i, q, at) in enumerate(rows, base + 1)])
         if cur.rowcount != len(rows):
             raise StoreError(f"{len(rows) - cur.rowcount} of {len(rows)} new flow ids were taken")
+        if self._last_event is None:
+            self._last_event = {}
+        self._last_event.update((row[0], n << 24) for n, row in enumerate(rows, base + 1))  # as _no_events
 
     def taken_flow_ids(self, flow_ids: list[str]) -> set[str]:
         """Which of these flow ids have a flow (one statement, the ids as one JSON parameter)."""
@@ -249,14 +270,22 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def insert_step(self, step: StepRecord) -> None:
         """Insert a new step execution (its later fields must still be their defaults)."""
-        self.c.execute(_INSERT_STEP, _new_step_row(step))
+        self.c.execute(*_new_step_row(step))
 
     def insert_steps(self, steps: list[StepRecord]) -> None:
-        """`insert_step` for many new step executions: one statement."""
-        if len(steps) == 1:
-            self.c.execute(_INSERT_STEP, _new_step_row(steps[0]))
-        else:
-            self.c.executemany(_INSERT_STEP, [_new_step_row(step) for step in steps])
+        """`insert_step` for many new step executions: one statement for each run of steps
+        with the same columns set (most batches: one)."""
+        rows = [_new_step_row(step) for step in steps]
+        start = 0
+        while start < len(rows):
+            sql, end = rows[start][0], start + 1
+            while end < len(rows) and rows[end][0] is sql:
+                end += 1
+            if end - start == 1:
+                self.c.execute(sql, rows[start][1])
+            else:
+                self.c.executemany(sql, [values for _, values in rows[start:end]])
+            start = end
 
     def get_step(self, flow_id: str, seid: str) -> StepRecord | None:
         row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ?",
@@ -411,18 +440,30 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     # --- history --------------------------------------------------------------------------
     def add_events(self, events: list[tuple[str, float, str, str]]) -> None:
-        """`add_event` for many (flow id, time, type, encoded payload): one statement. Keyed by
-        the MAX read, so the keys `add_event` remembers for these flows are forgotten."""
-        if self._last_event:
-            for flow_id, _, _, _ in events:
-                self._last_event.pop(flow_id, None)
-        if len(events) == 1:
-            flow_id, now, type_, text = events[0]
-            cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
-        else:
-            cur = self.c.executemany(_ADD_EVENT, [(now, type_, text, flow_id) for flow_id, now, type_, text in events])
-        if cur.rowcount != len(events):
-            raise StoreError(f"{len(events) - cur.rowcount} of {len(events)} events have no flow to go to")
+        """`add_event` for many (flow id, time, type, encoded payload): at most two statements,
+        one for the events keyed after the last this transaction wrote for their flow (a flow
+        it inserted), one for the others, keyed by the MAX read (their flows' remembered keys
+        are forgotten)."""
+        last = self._last_event or {}
+        known: list[tuple[int, str, float, str, str]] = []
+        rest: list[tuple[float, str, str, str]] = []
+        for flow_id, now, type_, text in events:
+            seq = last.get(flow_id)
+            if seq is None:
+                rest.append((now, type_, text, flow_id))
+            else:
+                known.append((seq + 1, flow_id, now, type_, text))
+                last[flow_id] = seq + 1
+        if known:
+            self.c.execute(_APPEND_EVENT, known[0]) if len(known) == 1 else self.c.executemany(_APPEND_EVENT, known)
+        if not rest:
+            return
+        if last:
+            for _, _, _, flow_id in rest:
+                last.pop(flow_id, None)
+        cur = self.c.execute(_ADD_EVENT, rest[0]) if len(rest) == 1 else self.c.executemany(_ADD_EVENT, rest)
+        if cur.rowcount != len(rest):
+            raise StoreError(f"{len(rest) - cur.rowcount} of {len(rest)} events have no flow to go to")
 
     def _no_events(self, flow_id: str, num: int) -> None:
         """`flow_id` is a new row numbered `num`: its history's range is empty (a number is

@@ -180,3 +180,54 @@ def test_the_collector_is_paused_while_a_batch_is_written_and_on_again_after(env
     monkeypatch.setattr(Tx, "taken_flow_ids", failing)
     got, _ = _together(env, _start("c", 1), _start("d", 2))
     assert all(isinstance(r, RuntimeError) for r in got) and gc.isenabled()
+
+
+def test_the_collector_is_on_again_after_a_keyboard_interrupt_in_the_batch_s_commit(
+        env: DexTestEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt in the group commit's COMMIT goes out of the loop, which is closed
+    without running again: the collector the batch paused is on all the same."""
+    commit = type(env.store)._commit
+    seen: list[bool] = []
+
+    def interrupted(self: Any) -> None:
+        seen.append(gc.isenabled())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(env.store), "_commit", interrupted)
+    client = AsyncClient(engine=env.engine)
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(client.start_flow(FLOW, "a", 1), client.start_flow(FLOW, "b", 2))
+
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(go())
+        loop.close()  # not run again: nothing queued on it gets to run
+        assert seen == [False] and gc.isenabled()
+    finally:
+        gc.enable()
+        monkeypatch.setattr(type(env.store), "_commit", commit)
+        env.store._conn.execute("ROLLBACK")  # the COMMIT never ran
+    assert env.store.get_flow("a") is None
+
+
+def test_a_unit_s_ended_runs_when_another_unit_of_its_flush_raises_a_base_exception(env: DexTestEnv) -> None:
+    ended: list[str] = []
+
+    def interrupt(tx: Tx) -> None:
+        raise KeyboardInterrupt
+
+    commits = env.engine._commits
+    loop = asyncio.new_event_loop()
+    try:
+        async def go() -> None:
+            commits.queue(Unit(lambda tx: None, ended=lambda: ended.append("first")))
+            commits.queue(Unit(interrupt, ended=lambda: ended.append("second")))
+            commits.flush()
+
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(go())
+    finally:
+        loop.close()
+    assert ended == ["first", "second"]

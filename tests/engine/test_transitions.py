@@ -32,6 +32,7 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
 from dexcli.sdk.decisions import DecisionKind
 from dexcli.sdk.errors import FlowAlreadyStartedError, FlowNotActiveOrNotFoundError
+from dexcli.sdk.options import ResolvedOptions
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.store import AttemptOutcome, FlowRecord, FlowState, StepRecord, StepState, Store
 
@@ -883,3 +884,33 @@ def test_an_update_that_lowers_the_threshold_to_what_the_run_has_reached_rolls_i
     with store.tx() as tx:
         t.continuing.update_config(tx, "f", {"continueAsNewThreshold": 2}, T0 + 3)  # the update is the 2nd
     assert flow(store).run_id != first and [e for e, _ in events(store)] == ["FlowContinued"]
+
+
+def test_resolved_options_follow_the_step_options_object_asked_for(defs: Definitions) -> None:
+    """Definitions.options answers the same StepOptions object from its last entry: another
+    object (a movement's options for the same step) is resolved from itself, and the step's
+    own again from its own."""
+    d = definition(defs)
+    spec = d.steps["Work"]
+    own = defs.options(d, spec)
+    assert defs.options(d, spec) is own
+    short = StepOptions(execute_method_timeout=timedelta(seconds=7))
+    moved = defs.options(d, spec, short)
+    assert moved.method_timeout == 7 and moved is not own
+    assert defs.options(d, spec, short) is moved and defs.options(d, spec) is own
+    assert defs.options(d, spec, StepOptions(execute_method_timeout=timedelta(seconds=7))) == moved
+
+
+def test_resolved_options_are_stored_compact_and_rows_written_before_read_the_same(defs: Definitions) -> None:
+    """A step's options JSON names a failure route only when it has one, without spaces (it
+    is stored with every step execution); a row written with both keys as null reads back as
+    the same options."""
+    d = definition(defs)
+    plain = defs.options(d, d.steps["Start"])
+    text = plain.to_json()
+    assert " " not in text and "failureStep" not in text
+    assert ResolvedOptions.from_json(text) == plain
+    older = json.dumps({**json.loads(text), "failureStep": None, "failureStepOptions": None})
+    assert ResolvedOptions.from_json(older) == plain
+    routed = defs.options(d, d.steps["Work"])
+    assert routed.failure_step is not None and ResolvedOptions.from_json(routed.to_json()) == routed

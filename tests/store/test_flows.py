@@ -130,3 +130,28 @@ def test_running_flow_ids_lists_only_running_flows(store: Store) -> None:
             add_flow(tx, fid)
         tx.close_flow("b", FlowState.COMPLETED, T0 + 1, None, None)
     assert sorted(store.running_flow_ids()) == ["a", "c"]
+
+
+def test_insert_flows_numbers_on_from_the_largest_number_and_keys_their_first_events(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "old")
+        tx.c.execute("UPDATE flows SET num = 7 WHERE flow_id = 'old'")  # (an archived run's number moves)
+    with store.tx() as tx:
+        tx.insert_flows([("a", "run-a", "Orders", None, "1", "req-a", T0), ("b", "run-b", "Orders", "name:o", "2",
+                                                                          "req-b", T0)])
+        tx.add_events([("b", T0, "FlowStarted", "{}"), ("a", T0, "FlowStarted", "{}"), ("old", T0, "Note", "{}")])
+        tx.add_event("a", T0, "Next", {})
+    nums = dict(store._conn.execute("SELECT flow_id, num FROM flows").fetchall())
+    assert nums == {"old": 7, "a": 8, "b": 9}
+    keys = store._conn.execute("SELECT flow_id, type, seq FROM history ORDER BY seq").fetchall()
+    assert keys == [("old", "Note", (7 << 24) + 1), ("a", "FlowStarted", (8 << 24) + 1),
+                    ("a", "Next", (8 << 24) + 2), ("b", "FlowStarted", (9 << 24) + 1)]
+
+
+def test_insert_flows_of_a_taken_id_raises(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "a")
+    with pytest.raises(StoreError, match="1 of 2 new flow ids were taken"), store.tx() as tx:
+        tx.insert_flows([("b", "run-b", "Orders", None, "1", "req-b", T0), ("a", "run-2", "Orders", None, "1",
+                                                                          "req-2", T0)])
+    assert store.get_flow("b") is None

@@ -268,3 +268,18 @@ def test_steps_of_are_in_creation_order(scene: Store) -> None:
         add_step(tx, "g", "Other-1")
     assert [s.step_execution_id for s in scene.steps_of("f")] == ["Z-1", "A-1", "C-1"]
     assert scene.steps_of("nope") == []
+
+
+def test_new_steps_with_different_columns_set_read_back_exactly_as_inserted_in_one_call(scene: Store) -> None:
+    """insert_steps writes each step with the columns it has a value for (None left to the
+    column's default): a queued, a leased and a recovery step in one call, each read back whole."""
+    queued = make_step("f", "A-1", seq=1)
+    leased = make_step("f", "B-1", seq=2, status=StepState.RUNNING, attempt=1, first_attempt_at=T0,
+                       next_attempt_at=None, lease_owner="me", attempt_started_at=T0, heartbeat_deadline=T0 + 60,
+                       attempt_deadline=T0 + 600)
+    leased_too = dataclasses.replace(leased, step_execution_id="B-2", seq=3)
+    recovery = make_step("f", "C-1", seq=4, recovery_error='{"detail": "d"}', input=None, total_deadline=None)
+    queued_too = dataclasses.replace(queued, step_execution_id="A-2", seq=5)
+    with scene.tx() as tx:
+        tx.insert_steps([queued, leased, leased_too, recovery, queued_too])
+    assert scene.steps_of("f") == [queued, leased, leased_too, recovery, queued_too]
