@@ -102,13 +102,11 @@ class Clock:
 class _ClockSelector(selectors.BaseSelector):
     """Delegates to the default selector; on an idle wait, advances an auto-advance clock."""
 
-    def __init__(self, clock: Clock, busy: Callable[[], int], idle: Callable[[], None],
-                 before: Callable[[], None]) -> None:
+    def __init__(self, clock: Clock, busy: Callable[[], int], idle: Callable[[], None]) -> None:
         self._inner = selectors.DefaultSelector()
         self._clock = clock
         self._busy = busy
         self._idle = idle
-        self._before = before  # each time, first (a handler thread's deferred wake-up: step_threads)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._inner.register(fileobj, events, data)
@@ -120,7 +118,6 @@ class _ClockSelector(selectors.BaseSelector):
         return self._inner.modify(fileobj, events, data)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        self._before()
         if (timeout is None or timeout > 0) and self._busy() == 0:
             self._idle()  # before the loop waits (and before an auto-advance clock jumps)
         if (timeout is not None and timeout > 0 and self._clock.auto_advance
@@ -147,9 +144,8 @@ class ClockEventLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, clock: Clock, max_threads: int = 32) -> None:
         self.clock = clock
-        super().__init__(selector=_ClockSelector(clock, lambda: self._steps.busy, self._on_idle,
-                                                 lambda: self._steps.wake_deferred()))
-        self._steps = StepThreads(self, max_threads, defer=True)  # handlers' blocking code
+        super().__init__(selector=_ClockSelector(clock, lambda: self._steps.busy, self._on_idle))
+        self._steps = StepThreads(self, max_threads)  # handlers' blocking code
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="dex-exec")
         self.set_default_executor(self._executor)
         self._clock_resolution = 1e-6

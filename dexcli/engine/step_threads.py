@@ -8,12 +8,10 @@ concurrent.futures Future chained to an asyncio one, and results go back in batc
 first result of a batch schedules one `call_soon_threadsafe` and every result that arrives
 before the loop runs it rides along, so many calls ending together wake the loop once.
 
-One call at a time (a sequential drive) costs two OS wake-ups, and the GIL must not add a third
-either way. A thread that posts a result with nothing queued is made idle before it wakes the
-loop, and parks right after: the woken loop does not wait for it on the GIL, and the loop's next
-call finds it idle (not a new thread). On a ClockEventLoop (`defer`) the lone call's idle thread
-is woken as the loop is about to wait (`wake_deferred`, from its selector), not while the loop
-still runs on its way there; a second call wakes it at once.
+A thread that posts a result with nothing queued is made idle before it wakes the loop, and
+parks right after: the loop's next call finds it idle. (Made idle after the wake-up, it was often
+not idle yet when the next call of a sequential drive came, which then started another thread:
+calls made one after another went round several threads, 4-5 in the sequential bench.)
 
 A call may name a function instead (`call`): it gets (ok, result or exception) on the loop,
 straight from the batch's delivery, with no future and no wake-up of its own.
@@ -59,11 +57,8 @@ def current_worker() -> Worker | None:
 
 
 class StepThreads:
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_threads: int, name: str = "dex-step", *,
-                 defer: bool = False) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_threads: int, name: str = "dex-step") -> None:
         self._loop = loop
-        self._defer = defer  # the loop calls `wake_deferred` each time before it waits (ClockEventLoop)
-        self._deferred: threading.Lock | None = None  # an idle thread's park, released by `wake_deferred`
         self._max = max_threads
         self._name = name
         self._calls: deque[_Call] = deque()
@@ -88,15 +83,8 @@ class StepThreads:
         self.busy += 1
         self._calls.append((fn, args, ctx, then))
         with self._lock:
-            deferred, self._deferred = self._deferred, None
-            if deferred is not None:  # it is not alone any more: both go now
-                deferred.release()
             if self._idle:
-                park = self._idle.pop()
-                if self._defer and self.busy == 1:  # the only call: woken as the loop is about to wait
-                    self._deferred = park
-                else:
-                    park.release()
+                self._idle.pop().release()
                 return
             if self._threads >= self._max:
                 return  # a busy thread takes it when its call ends
@@ -108,15 +96,6 @@ class StepThreads:
     def _spawn(self, park: threading.Lock) -> None:
         threading.Thread(target=self._work, args=(park,), name=f"{self._name}-{self._threads}",
                          daemon=True).start()
-
-    def wake_deferred(self) -> None:
-        """On the loop, just before it waits (its selector's select): wake the idle thread a lone
-        call was given. Woken earlier, that thread would find the loop still holding the GIL on its
-        way to the wait, and block once more on it (a context switch more per call)."""
-        park = self._deferred
-        if park is not None:
-            self._deferred = None
-            park.release()
 
     def waiting(self) -> bool:
         """Whether calls wait for a thread (the pool is busy with other work)."""
@@ -159,8 +138,8 @@ class StepThreads:
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
                 result = (then, False, exc)
             del fn, args, ctx, then  # a parked thread keeps nothing of its last call alive
-            # post the result; with nothing queued, this thread is idle from then on and parks at
-            # once after the wake-up it sends, so the woken loop does not wait for it on the GIL
+            # post the result; with nothing queued, this thread is idle before the wake-up it sends
+            # (the loop's next call finds it) and parks right after
             with self._lock:
                 self._done.append(result)
                 first = len(self._done) == 1
@@ -202,9 +181,6 @@ class StepThreads:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            if self._deferred is not None:
-                idle.append(self._deferred)
-                self._deferred = None
         self._calls.clear()
         for park in idle:
             park.release()

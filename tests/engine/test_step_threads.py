@@ -1,7 +1,6 @@
-"""The handler threads' hand-off (dexcli.engine.step_threads) on a ClockEventLoop: a lone call's
-thread is woken as the loop is about to wait, not while the loop still runs (it would block on
-the GIL once more); a thread that posts a result with nothing queued is idle by the time the
-loop takes that result, so calls made one after another all run on one thread."""
+"""The handler threads' hand-off (dexcli.engine.step_threads): a thread that posts a result with
+nothing queued is idle by the time the loop takes that result, so calls made one after another
+(a sequential drive's) all run on one thread instead of going round several."""
 
 from __future__ import annotations
 
@@ -23,45 +22,39 @@ def test_one_call_after_another_runs_on_one_thread() -> None:
     assert len(workers) == 1 and None not in workers
 
 
-def test_a_lone_call_waits_for_the_loop_to_wait_a_second_one_wakes_both() -> None:
-    loop = ClockEventLoop(Clock())
-    try:
-        threads: StepThreads = loop._steps
-        first = threads.submit(current_worker, (), contextvars.copy_context())
-        loop.run_until_complete(first)  # a thread is started for it (none was idle)
-        second = threads.submit(current_worker, (), contextvars.copy_context())
-        assert threads._deferred is not None and len(threads._calls) == 1  # not woken yet: nothing ran
-        third = threads.submit(threading.get_ident, (), contextvars.copy_context())
-        assert threads._deferred is None  # a second call wakes the deferred thread with its own
-        got = loop.run_until_complete(asyncio.gather(second, third))
-        assert got[0] is not None and got[1] is not None
-        lone = threads.submit(current_worker, (), contextvars.copy_context())
-        assert threads._deferred is not None
-        assert loop.run_until_complete(lone) is not None  # the selector's wait woke it
-    finally:
-        loop.close()
-
-
-def test_close_ends_a_thread_whose_wake_was_deferred() -> None:
-    loop = ClockEventLoop(Clock())
-    threads: StepThreads = loop._steps
-    worker = loop.run_until_complete(threads.submit(threading.current_thread, (), contextvars.copy_context()))
-    threads.submit(int, (), contextvars.copy_context())
-    assert threads._deferred is not None
-    loop.close()  # drops the queued call and releases every parked thread
-    worker.join(30)
-    assert not worker.is_alive()
-
-
-def test_without_deferral_a_call_wakes_its_thread_at_once() -> None:
-    """A plain asyncio loop never calls `wake_deferred`: its pool wakes a thread per call."""
+def test_a_thread_is_idle_once_its_result_is_taken() -> None:
     loop = asyncio.new_event_loop()
     try:
-        threads = StepThreads(loop, 2)
-        assert loop.run_until_complete(threads.submit(lambda: 1, (), contextvars.copy_context())) == 1
-        second = threads.submit(lambda: 2, (), contextvars.copy_context())
-        assert threads._deferred is None
-        assert loop.run_until_complete(second) == 2
+        threads = StepThreads(loop, 4)
+        for i in range(50):
+            assert loop.run_until_complete(threads.submit(lambda i=i: i, (), contextvars.copy_context())) == i
+            assert len(threads._idle) == 1 and threads._threads == 1
         threads.close()
     finally:
         loop.close()
+
+
+def test_a_thread_with_calls_queued_takes_the_next_one_without_parking() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        threads = StepThreads(loop, 1)
+        gate = threading.Event()
+        first = threads.submit(gate.wait, (30,), contextvars.copy_context())
+        rest = [threads.submit(threading.get_ident, (), contextvars.copy_context()) for _ in range(3)]
+        gate.set()
+        got = loop.run_until_complete(asyncio.gather(first, *rest))
+        assert got[0] is True and len(set(got[1:])) == 1
+        assert threads._threads == 1
+        threads.close()
+    finally:
+        loop.close()
+
+
+def test_close_ends_an_idle_thread() -> None:
+    loop = asyncio.new_event_loop()
+    threads = StepThreads(loop, 2)
+    worker = loop.run_until_complete(threads.submit(threading.current_thread, (), contextvars.copy_context()))
+    threads.close()
+    worker.join(30)
+    assert not worker.is_alive()
+    loop.close()
