@@ -8,6 +8,11 @@ concurrent.futures Future chained to an asyncio one, and results go back in batc
 first result of a batch schedules one `call_soon_threadsafe` and every result that arrives
 before the loop runs it rides along, so many calls ending together wake the loop once.
 
+A thread that posts a result with nothing queued is made idle before it wakes the loop, and
+parks right after: the loop's next call finds it idle. (Made idle after the wake-up, it was often
+not idle yet when the next call of a sequential drive came, which then started another thread:
+calls made one after another went round several threads, 4-5 in the sequential bench.)
+
 A call may name a function instead (`call`): it gets (ok, result or exception) on the loop,
 straight from the batch's delivery, with no future and no wake-up of its own.
 
@@ -132,20 +137,26 @@ class StepThreads:
                 result: tuple[_Target, bool, Any] = (then, True, ctx.run(fn, *args))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
                 result = (then, False, exc)
-            self._post(result)
-            del fn, args, ctx, then, result  # a parked thread keeps nothing of its last call alive
-            if worker in self._abandoned:  # replaced while its call was stuck
-                with self._lock:
+            del fn, args, ctx, then  # a parked thread keeps nothing of its last call alive
+            # post the result; with nothing queued, this thread is idle before the wake-up it sends
+            # (the loop's next call finds it) and parks right after
+            with self._lock:
+                self._done.append(result)
+                first = len(self._done) == 1
+                abandoned = worker in self._abandoned  # replaced while its call was stuck
+                park_now = not (calls or abandoned or self._closed)
+                if park_now:
+                    self._idle.append(park)
+                elif abandoned:
                     self._abandoned.discard(worker)
+            del result
+            if first:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                    self._loop.call_soon_threadsafe(self._deliver)
+            if abandoned:
                 return
-
-    def _post(self, result: tuple[_Target, bool, Any]) -> None:
-        with self._lock:
-            self._done.append(result)
-            first = len(self._done) == 1
-        if first:
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                self._loop.call_soon_threadsafe(self._deliver)
+            if park_now:
+                park.acquire()  # until submit (or close) releases it
 
     def _deliver(self) -> None:
         with self._lock:

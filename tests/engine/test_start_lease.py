@@ -60,6 +60,36 @@ def test_the_start_commits_the_lease_and_the_next_run_starts_it_without_a_claim(
     assert owners == {attempt.owner}  # the run leased the next steps under the owner the start used
 
 
+def test_a_drive_of_only_leased_starts_reads_no_descendants(env: DexTestEnv) -> None:
+    """A flow whose start leased its first attempt to the drive has no SubFlow yet (its start
+    step has not run, and its id was new), so the drive does not look for its children; a drive
+    of a flow started without a lease still does."""
+    env.engine.start_flow(ThreeStepFlow(), "f", 1, lease=True)
+    seen = statements(env)
+    drive(env.engine, "f")
+    assert env.result("f").single_output(int) == 7
+    assert not any("WHERE parent_flow_id IN" in s for s in seen)
+    env.engine.start_flow(ThreeStepFlow(), "g", 1)
+    seen.clear()
+    drive(env.engine, "g")
+    assert env.result("g").single_output(int) == 7
+    assert sum("WHERE parent_flow_id IN" in s for s in seen) == 1
+
+
+def test_owner_ids_keep_their_form(env: DexTestEnv) -> None:
+    """Each drive with nothing left in memory leases under a new owner: the engine's base, a
+    colon and six random hex digits (another drive's leases are then foreign to it)."""
+    owners = set()
+    for i in range(3):
+        env.engine.start_flow(ThreeStepFlow(), f"o{i}", 1, lease=True)
+        drive(env.engine, f"o{i}")
+        owners |= {a.owner for a in env.store.attempts_of(f"o{i}")}
+    assert len(owners) == 3
+    for owner in owners:
+        base, _, tail = owner.rpartition(":")
+        assert base and len(tail) == 6 and int(tail, 16) >= 0
+
+
 def test_without_lease_the_run_claims_the_start_step(env: DexTestEnv) -> None:
     commits = env.store.commits
     env.engine.start_flow(ThreeStepFlow(), "f", 1)
