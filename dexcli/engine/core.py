@@ -34,7 +34,7 @@ from typing import Any, overload
 
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
-from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke, step_input
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
 from dexcli.engine.batch import GroupCommit
 from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
@@ -58,7 +58,6 @@ from dexcli.engine.transitions import waiting as w
 from dexcli.engine.transitions.time_travel import TimeTravelRequest, check_request, time_travel
 from dexcli.engine.watch import Watch
 from dexcli.host import reset_host, use_host
-from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import FlowDefinition, Registry
@@ -633,7 +632,7 @@ class Engine:
         loop = run.loop
         assert loop is not None
         run.timer = self._arm_at(run, run.next_deadline()[0] - (self._now(run.flow_id) - loop.time()))
-        return from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
+        return step_input(run)
 
     async def _attempt(self, run: AttemptRun) -> None:
         error: BaseException | None = None
