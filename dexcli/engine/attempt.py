@@ -182,8 +182,8 @@ class _Context:
         self.step_execution_id: str = run.seid
         self.from_step_execution_id: str = step.from_step_execution_id
         self.attempt: int = step.method_attempt
-        first = step.first_attempt_at or run.started
-        self.first_attempt_at = datetime.fromtimestamp(int(first), tz=UTC)
+        self._first = step.first_attempt_at or run.started  # a datetime only if asked (most never do)
+        self._first_at: datetime | None = None
         self._has_hb = step.has_heartbeat_value
         self._hb = step.heartbeat_value
         rec = step.recovery_error
@@ -192,6 +192,16 @@ class _Context:
         self._locals: dict[str, str] = json.loads(step.locals) if step.locals else {}
         self._attrs = AttributeView(run.definition, run.leased.attributes, run.opts.loads)
         run.effects.attributes = self._attrs.writes
+
+    @property
+    def first_attempt_at(self) -> datetime:
+        if self._first_at is None:
+            self._first_at = datetime.fromtimestamp(int(self._first), tz=UTC)
+        return self._first_at
+
+    @first_attempt_at.setter
+    def first_attempt_at(self, value: datetime) -> None:
+        self._first_at = value
 
     @property
     def recovery_error(self) -> RecoveryErrorInfo | None:
