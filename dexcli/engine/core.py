@@ -445,12 +445,14 @@ class Engine:
             return self._release_interrupted()
         return 0
 
-    def _claim(self, now: float, flow_ids: list[str] | None) -> None:
-        """Lease the runnable steps (the caller saw one due) and start their attempts."""
+    def _claim(self, now: float, flow_ids: list[str] | None) -> int:
+        """Lease the runnable steps (the caller saw one due) and start their attempts. Returns
+        how many runnable steps it read (the scheduler's batch: when full, more may be due)."""
         leased, woken = [], []
         with self.store.tx() as tx:
             timed_out = t.fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
-            for r in tx.runnable_steps(now, flow_ids, self._scheduler.claim_batch):
+            runnable = tx.runnable_steps(now, flow_ids, self._scheduler.claim_batch)
+            for r in runnable:
                 if r.flow_status is not FlowState.RUNNING:
                     continue
                 self._offsets[r.step.flow_id] = r.clock_offset
@@ -472,6 +474,7 @@ class Engine:
             self._start_attempt(lease, self._now(lease.step.flow_id))
         for flow_id, x in woken:
             self._endings.after_woken(flow_id, (x,))
+        return len(runnable)
 
     def _reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
