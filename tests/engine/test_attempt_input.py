@@ -42,3 +42,20 @@ def test_bad_text_raises_as_json_loads_does(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(text)
     assert str(got.value) == str(expected.value)
+
+
+def test_attempt_key_is_still_a_frozen_dataclass() -> None:
+    """AttemptKey (one per attempt) is built by records.quick_init: same fields, equality,
+    hash and repr, still frozen."""
+    import dataclasses
+
+    from dexcli.engine.transitions import AttemptKey
+
+    key = AttemptKey("f", "S-1", 2, "host:1:abc")
+    assert (key.flow_id, key.seid, key.attempt, key.owner) == ("f", "S-1", 2, "host:1:abc")
+    assert key == AttemptKey("f", "S-1", 2, "host:1:abc") and hash(key) == hash(AttemptKey("f", "S-1", 2, "host:1:abc"))
+    assert key != AttemptKey("f", "S-1", 3, "host:1:abc")
+    assert repr(key) == "AttemptKey(flow_id='f', seid='S-1', attempt=2, owner='host:1:abc')"
+    assert dataclasses.astuple(key) == ("f", "S-1", 2, "host:1:abc")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        key.attempt = 3  # type: ignore[misc]
