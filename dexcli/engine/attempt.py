@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import json.scanner
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from dexcli.engine import handler_state as hs
 from dexcli.engine.attributes import AttributeView
@@ -62,6 +63,11 @@ class Timer(Protocol):
 
 
 class AttemptRun:
+    # slots: one is built per attempt, and the watchdog and the outputs read its fields often
+    __slots__ = ("host", "leased", "step", "spec", "definition", "opts", "flow_id", "seid", "attempt", "attempt_key",
+                 "started", "last_heartbeat", "attempt_deadline", "total_deadline", "fenced", "driver", "loop",
+                 "timer", "timed_out", "heartbeats", "stream_writes", "effects", "handed_on", "began")
+
     def __init__(self, host: AttemptHost, leased: Leased, owner: str, now: float) -> None:
         self.host = host
         self.leased = leased
@@ -176,8 +182,8 @@ class _Context:
         self.step_execution_id: str = run.seid
         self.from_step_execution_id: str = step.from_step_execution_id
         self.attempt: int = step.method_attempt
-        first = step.first_attempt_at or run.started
-        self.first_attempt_at = datetime.fromtimestamp(int(first), tz=UTC)
+        self._first = step.first_attempt_at or run.started  # a datetime only if asked (most never do)
+        self._first_at: datetime | None = None
         self._has_hb = step.has_heartbeat_value
         self._hb = step.heartbeat_value
         rec = step.recovery_error
@@ -186,6 +192,16 @@ class _Context:
         self._locals: dict[str, str] = json.loads(step.locals) if step.locals else {}
         self._attrs = AttributeView(run.definition, run.leased.attributes, run.opts.loads)
         run.effects.attributes = self._attrs.writes
+
+    @property
+    def first_attempt_at(self) -> datetime:
+        if self._first_at is None:
+            self._first_at = datetime.fromtimestamp(int(self._first), tz=UTC)
+        return self._first_at
+
+    @first_attempt_at.setter
+    def first_attempt_at(self, value: datetime) -> None:
+        self._first_at = value
 
     @property
     def recovery_error(self) -> RecoveryErrorInfo | None:
@@ -346,6 +362,24 @@ class AsyncStepContext(_Context):
 
 
 _DONE = object()
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
+
+
+def step_input(run: AttemptRun) -> Any:
+    """The attempt's input, decoded as its step's type. dex stores it as compact JSON, which
+    the decoder's scanner reads at a third of `json.loads`' cost (that call checks the text's
+    type, skips whitespace both sides and looks for extra data); any other text goes through
+    `json.loads`, and gets its rules and errors."""
+    text = run.step.input
+    if not text:
+        return from_jsonable(None, run.spec.input_type)
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        value = json.loads(text)
+    return from_jsonable(value, run.spec.input_type)
 
 
 def _advance(gen: Any) -> tuple[Any, Any]:
@@ -363,6 +397,8 @@ def stalls(run: AttemptRun) -> bool:
     """The injected faults of an attempt about to call its handler: `--fail` raises here;
     True for `--stall` (a stuck worker: no heartbeat, no progress, until the watchdog)."""
     faults = run.host.faults
+    if faults.fail is None and faults.stall is None:
+        return False  # nothing injected (what attempts reached is only told of an injected one)
     if faults.should_fail(run.spec.step_type, run.attempt):
         raise InjectedError(f"injected transient error (--fail) in attempt {run.attempt}")
     return faults.should_stall(run.spec.step_type, run.attempt)

@@ -35,7 +35,7 @@ from typing import Any, overload
 from dexcli.engine import rpc
 from dexcli.engine import transitions as t
 from dexcli.engine.activity import Activity, AttemptHere
-from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke
+from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke, step_input
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
 from dexcli.engine.batch import GroupCommit
 from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
@@ -59,7 +59,6 @@ from dexcli.engine.transitions import waiting as w
 from dexcli.engine.transitions.time_travel import TimeTravelRequest, check_request, time_travel
 from dexcli.engine.watch import Watch
 from dexcli.host import reset_host, use_host
-from dexcli.sdk.codec import from_jsonable
 from dexcli.sdk.errors import AttemptFencedError, FlowDefinitionError, FlowNotActiveOrNotFoundError
 from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import FlowDefinition, Registry
@@ -449,12 +448,14 @@ class Engine:
             return self._release_interrupted()
         return 0
 
-    def _claim(self, now: float, flow_ids: list[str] | None) -> None:
-        """Lease the runnable steps (the caller saw one due) and start their attempts."""
+    def _claim(self, now: float, flow_ids: list[str] | None) -> int:
+        """Lease the runnable steps (the caller saw one due) and start their attempts. Returns
+        how many runnable steps it read (the scheduler's batch: when full, more may be due)."""
         leased, woken = [], []
         with self.store.tx() as tx:
             timed_out = t.fire_due(tx, now, flow_ids, self.definitions)  # first: a closed flow leases nothing
-            for r in tx.runnable_steps(now, flow_ids, self._scheduler.claim_batch):
+            runnable = tx.runnable_steps(now, flow_ids, self._scheduler.claim_batch)
+            for r in runnable:
                 if r.flow_status is not FlowState.RUNNING:
                     continue
                 self._offsets[r.step.flow_id] = r.clock_offset
@@ -476,6 +477,7 @@ class Engine:
             self._start_attempt(lease, self._now(lease.step.flow_id))
         for flow_id, x in woken:
             self._endings.after_woken(flow_id, (x,))
+        return len(runnable)
 
     def _reap(self, now: float, flow_ids: list[str] | None) -> None:
         """Declare lost the attempts of other processes whose deadlines have passed."""
@@ -636,7 +638,7 @@ class Engine:
         loop = run.loop
         assert loop is not None
         run.timer = self._arm_at(run, run.next_deadline()[0] - (self._now(run.flow_id) - loop.time()))
-        return from_jsonable(json.loads(run.step.input) if run.step.input else None, run.spec.input_type)
+        return step_input(run)
 
     async def _attempt(self, run: AttemptRun) -> None:
         error: BaseException | None = None

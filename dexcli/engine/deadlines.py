@@ -83,7 +83,14 @@ def earliest_deadline(attempt_deadline: float, heartbeat_deadline: float,
     deadline, set when the step was scheduled, falls a few milliseconds before the attempt's,
     and Dex reports the attempt timeout.
     """
-    cands = [(attempt_deadline, 0), (heartbeat_deadline, 1), (total_deadline, 2)]
-    t = min(c[0] for c in cands)
-    kind = min(i for d, i in cands if d - t < TIE_SECONDS)
-    return t, TIMEOUT_ORDER[kind]
+    # min() of the three, written out: every attempt arms its watchdog through here
+    t = heartbeat_deadline if heartbeat_deadline < attempt_deadline else attempt_deadline
+    if total_deadline < t:
+        t = total_deadline
+    if attempt_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[0]
+    if heartbeat_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[1]
+    if total_deadline - t < TIE_SECONDS:
+        return t, TIMEOUT_ORDER[2]
+    raise ValueError(f"no deadline among {attempt_deadline}, {heartbeat_deadline}, {total_deadline}")

@@ -110,7 +110,7 @@ class Endings:
                 h.events.emit("stepCompleted", run.flow_id, stepExecutionId=run.seid, stepType=run.spec.step_type,
                             attempt=run.attempt, duration=now - run.started, decision=c.summary)
             if c.closed is not None:
-                self.after_close(run.flow_id, c.closed)
+                self.after_close(run.flow_id, c.closed, ending=run)
             if c.continued is not None:
                 h.events.emit("flowContinuedAsNew", run.flow_id, runId=c.continued.run_id,
                               previousRunId=c.continued.previous_run_id, reason=c.continued.reason)
@@ -191,12 +191,15 @@ class Endings:
             self.after_close(flow_id, failed.closed)
         h.scheduler.wake()
 
-    def after_close(self, flow_id: str, closed: t.Closed) -> None:
-        """The flow closed in a commit of this process: its attempts here are fenced and cancelled."""
+    def after_close(self, flow_id: str, closed: t.Closed, ending: AttemptRun | None = None) -> None:
+        """The flow closed in a commit of this process: its attempts here are fenced and cancelled
+        (but `ending`, the attempt whose committed decision closed it: it ends as it is)."""
         h = self.h
         h.stats["flows_closed"] += 1
         again = h.scheduler.closed(flow_id, failed=closed.status is FlowState.FAILED)  # a flow retry's new run
         for run in h.runs_of(flow_id):
+            if run is ending:
+                continue
             run.fence(f"flow {closed.status.value}")
             run.cancel()
         h.events.emit("flowClosed", flow_id, status=closed.status.value, errorType=closed.error_type,

@@ -52,7 +52,7 @@ class SchedulerHooks:
     offsets: dict[str, float]  # flow id -> its clock offset, where not 0 (shared with the engine)
     runs: dict[tuple[str, str], Any]  # the attempts running here (the engine's)
     now: Callable[[str], float]
-    claim: Callable[[float, list[str] | None], None]  # lease what is due and start it
+    claim: Callable[[float, list[str] | None], int]  # lease what is due and start it; how many it read
     reap: Callable[[float, list[str] | None], None]  # declare other processes' expired attempts lost
     rearm: Callable[[str], None]  # a flow's clock moved: its attempts' watchdogs re-arm
     start_attempt: Callable[[Leased, float], None]
@@ -448,7 +448,8 @@ class Scheduler:
             h.reap(now, ids)
             sched = h.store.schedule(ids, self.owner)
         if sched.due is not None and sched.due <= now:
-            h.claim(now, ids)
+            if h.claim(now, ids) >= self.claim_batch:
+                return sched  # a full batch: more is due now, the next pass (at once) reads again
             sched = h.store.schedule(ids, self.owner)
         return sched
 

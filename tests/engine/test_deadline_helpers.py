@@ -53,3 +53,9 @@ def test_earliest_deadline_and_its_ties() -> None:
     for _ in range(5000):
         a, h, total = (round(rng.uniform(0, 5), rng.choice((0, 1, 3))) for _ in range(3))
         assert earliest_deadline(a, h, total) == _earliest_reference(a, h, total)
+
+
+def test_earliest_deadline_with_infinite_limits() -> None:
+    inf = float("inf")
+    for a, h, total in [(inf, 5.0, inf), (inf, inf, 7.0), (3.0, inf, inf), (inf, 5.0, 5.5), (5.0, 5.0, 5.0)]:
+        assert earliest_deadline(a, h, total) == _earliest_reference(a, h, total)

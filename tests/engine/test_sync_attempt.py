@@ -11,8 +11,20 @@ from typing import Any
 
 import pytest
 
-from dexcli import Context, Flow, Step, StepDecision, StepList, StepOptions, graceful_complete
+from dexcli import (
+    Context,
+    Flow,
+    Step,
+    StepDecision,
+    StepList,
+    StepMovement,
+    StepOptions,
+    force_complete,
+    go_to_many,
+    graceful_complete,
+)
 from dexcli.engine import StopFlow, transitions
+from dexcli.engine.attempt import AttemptRun
 from dexcli.engine.events import Event
 from dexcli.engine.faults import Faults
 from dexcli.testing import DexTestEnv
@@ -204,3 +216,59 @@ def test_ctrl_c_with_the_handler_in_its_thread_releases_the_attempt() -> None:
         [s] = env.inspect("f")["steps"]
         assert s["status"] == "QUEUED" and outcomes(env, "f") == ["INTERRUPTED"]
         assert env.client.wait_for_flow("f").single_output(int) == 12
+
+
+class Closer(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return force_complete(input)
+
+
+class Sleeper(Held):
+    pass
+
+
+class Fork(Step[int]):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to_many(StepMovement.of(Sleeper, input), StepMovement.of(Closer, input))
+
+
+class ForkFlow(Flow[int]):
+    def __init__(self, sleeper: Sleeper) -> None:
+        self.sleeper = sleeper
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Fork()).other_steps(self.sleeper, Closer())
+
+
+def test_the_attempt_that_closes_its_flow_ends_as_committed_and_the_others_are_fenced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision that closes the flow: the other attempts of the flow running here are fenced
+    and cancelled (their late outcome refused); the one that closed it is not cancelled — it
+    ends as its commit says."""
+    sleeper = Sleeper(opts(attempts=1))
+    cancelled: list[tuple[str, str | None]] = []
+    real = AttemptRun.cancel
+
+    def spy(run: AttemptRun) -> None:
+        cancelled.append((run.seid, run.fenced))
+        real(run)
+
+    monkeypatch.setattr(AttemptRun, "cancel", spy)
+    with DexTestEnv() as env:
+        seen = callback_driven(env)
+
+        def closed(ev: Event) -> None:
+            if ev.type == "flowClosed":
+                sleeper.release.set()  # its handler returns only after the close
+
+        env.engine.events.listeners.append(closed)
+        sleeper.on_call = lambda attempt: None
+        env.run(ForkFlow(sleeper), 1, "f")
+        assert seen  # callback-driven
+        assert env.inspect("f")["summary"]["flowStatus"] == "COMPLETED"
+        done = [e["stepType"] for e in env.events if e["type"] == "stepCompleted"]
+        assert "Closer" in done and "Sleeper" not in done
+        sleeper_seid = next(s["stepExecutionId"] for s in env.inspect("f")["steps"] if s["stepType"] == "Sleeper")
+        closer_seid = next(s["stepExecutionId"] for s in env.inspect("f")["steps"] if s["stepType"] == "Closer")
+        assert cancelled == [(sleeper_seid, "flow COMPLETED")] and closer_seid != sleeper_seid
+        assert not env.engine._runs and env.engine.release() == 0

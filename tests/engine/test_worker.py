@@ -7,6 +7,7 @@ step under a sync Worker)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -59,6 +60,44 @@ def test_run_until_idle_runs_every_flow_a_client_started_on_the_same_database(tm
             worker.run(until_idle=True)
             worker.run(until_idle=True)  # run() may be called again; nothing is left
         assert [client.result(f).single_output(int) for f in "ab"] == [7, 25]
+
+
+def test_until_idle_claims_batch_after_batch_and_reads_the_schedule_once_per_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim that took a full batch reads no schedule after it: the next pass comes at once
+    and reads it (7 queued flows, 2 per batch: 4 claims, one read before each); the drive
+    still ends idle with every flow done."""
+    from dexcli.engine.schedule import Scheduler
+    from dexcli.store import Store
+
+    monkeypatch.setattr(Scheduler, "claim_batch", 2)
+    seen: list[str] = []
+    real = Store.schedule
+
+    def counted(self: Store, *args: object) -> object:
+        seen.append("read")
+        return real(self, *args)  # type: ignore[arg-type]
+
+    db = tmp_path / "dex.db"
+    with Client(Registry([ThreeStepFlow()]), db=db) as client:
+        for i in range(7):
+            client.start_flow(ThreeStepFlow(), f"f{i}", i)
+        with Worker(Registry([ThreeStepFlow()]), db=db) as worker:
+            scheduler = worker.engine._scheduler
+            claim = scheduler.h.claim
+
+            def spy(now: float, ids: list[str] | None) -> int:
+                n = claim(now, ids)
+                seen.append(f"claim {n}")
+                return n
+
+            monkeypatch.setattr(scheduler, "h", dataclasses.replace(scheduler.h, claim=spy))
+            monkeypatch.setattr(Store, "schedule", counted)
+            worker.run(until_idle=True)
+        assert [client.result(f"f{i}").single_output(int) for i in range(7)] == [(i + 1) * 2 + 3 for i in range(7)]
+    first = seen.index("claim 2")
+    assert seen[first - 1:first + 7] == ["read", "claim 2", "read", "claim 2", "read", "claim 2", "read", "claim 1"]
+    assert seen[first + 7] == "read"  # a batch that was not full: the schedule after it, as before
 
 
 def test_a_worker_started_in_a_thread_serves_until_stopped(tmp_path: Path) -> None:

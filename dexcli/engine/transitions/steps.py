@@ -20,6 +20,7 @@ from dexcli.sdk.options import ResolvedOptions, resolve_wait_options
 from dexcli.sdk.registry import FlowDefinition, StepSpec
 from dexcli.sdk.stream import Stream
 from dexcli.store import AttemptOutcome, FlowState, Method, Runnable, StepRecord, StepState, Tx
+from dexcli.store.records import quick_init
 
 START_SOURCE = "__start__"
 
@@ -179,6 +180,7 @@ class Outputs:
     streams: list[tuple[Stream[Any], str, float, int]] = field(default_factory=list)  # (stream, JSON, at, size)
 
 
+@quick_init  # one per attempt: its generated __init__ costs ~3 us through object.__setattr__
 @dataclass(frozen=True, slots=True)
 class AttemptKey:
     flow_id: str
