@@ -104,6 +104,11 @@ class _Ops(WaitOps):
             raise FlowNotFoundError(f"no flow with id {flow_id!r}")
         return flow
 
+    def answer(self) -> None:
+        """Before a client is told anything: what ASYNC durability left open is committed (a
+        client hears only what is durable; dexcli.engine.async_commits)."""
+        self.store.commit_deferred()
+
     def result(self, flow_id: str) -> FlowResult:
         flow = self.flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
@@ -118,12 +123,14 @@ class _Ops(WaitOps):
         )
 
     def final(self, flow_id: str) -> FlowResult:
+        self.answer()
         result = self.result(flow_id)
         if not result.is_terminal:
             raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.name}")
         return result
 
     def describe(self, flow_id: str) -> FlowInfo:
+        self.answer()
         flow = self.flow(_require_id(flow_id))
         return FlowInfo(flow.flow_id, flow.run_id, flow.flow_type, FlowStatus[flow.status.name],
                         _dt(flow.start_time))
@@ -389,6 +396,7 @@ class Client(_Closing):
             self._drive_until(flow_id, ended, deadline)
         if not ended():
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
+        self._ops.answer()
 
     def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
         # on real time, look every 0.1 s for what other processes commit; in virtual time only
@@ -508,6 +516,7 @@ class AsyncClient(_Closing):
             await self._drive_until(flow_id, ended, deadline)
         if not ended():
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
+        self._ops.answer()
 
     async def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
         poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until
