@@ -224,3 +224,55 @@ def test_inspect_shows_only_what_is_durable(tmp_path: Path) -> None:
         view: Any = env.inspect("f")
         assert durable_flow(db, "f") == "COMPLETED"  # what it shows was committed first
         assert view is not None
+
+
+def test_a_late_result_of_a_timed_out_async_attempt_is_refused(tmp_path: Path) -> None:
+    """Under ASYNC as under SYNC: attempt 1 passes its StartToClose in its thread; the watchdog
+    commits the timeout, attempt 2 completes, and attempt 1's late decision is never applied."""
+    import dataclasses
+
+    from tests.engine.test_run_to_completion import DB, Chain, Stuck, StuckFlow
+
+    stuck = Stuck()
+    stuck.options = dataclasses.replace(stuck.options, execute_durability=StepDurability.ASYNC)
+    db = tmp_path / "dex.db"
+    with DexTestEnv(db) as env:
+        stuck.clock = env.clock
+        DB["path"] = str(db)  # where Chain's steps look
+
+        def on_event(e: Any) -> None:
+            if e.type == "attemptFailed" and e.flow_id == "a":
+                stuck.timed_out.set()
+            elif e.type == "flowClosed" and e.flow_id == "b":
+                stuck.other_done.set()
+
+        env.engine.events.listeners.append(on_event)
+        env.start(StuckFlow(stuck), 10, "a")
+        env.start(Chain(), 1, "b")
+        env.drive(["a", "b"])
+        assert env.client.wait_for_flow("a").single_output(int) == 12  # attempt 2's, not the late 1000
+        assert env.client.wait_for_flow("b").single_output(int) == 4  # ran while attempt 1 was stuck
+        [step] = env.inspect("a")["steps"]
+        assert [a["outcome"] for a in step["attempts"]] == ["TIMED_OUT", "COMPLETED"]
+        assert len([e for e in env.inspect("a")["history"] if e["type"] == "StepExecuteCompleted"]) == 1
+    assert durable_flow(db, "a") == "COMPLETED"
+
+
+def test_an_async_chain_runs_to_completion_on_one_thread_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """No hop back to the loop per ASYNC step: one handler-thread call runs the whole chain."""
+    from dexcli.engine.step_threads import StepThreads
+
+    calls: list[object] = []
+    real = StepThreads.call
+
+    def counted(self: StepThreads, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepThreads, "call", counted)
+    with DexTestEnv(tmp_path / "dex.db") as env:
+        env.engine.start_flow(Looping(), "f", 50, lease=True)  # 21 ASYNC transitions
+        env.drive(["f"])
+        assert env.client.wait_for_flow("f").single_output() == 70
+    assert len(calls) == 1
