@@ -104,11 +104,6 @@ class _Ops(WaitOps):
             raise FlowNotFoundError(f"no flow with id {flow_id!r}")
         return flow
 
-    def answer(self) -> None:
-        """Before a client is told anything: what ASYNC durability left open is committed (a
-        client hears only what is durable; dexcli.engine.async_commits)."""
-        self.store.commit_deferred()
-
     def result(self, flow_id: str) -> FlowResult:
         flow = self.flow(flow_id)
         completions = tuple(StepCompletion(c["stepType"], c["stepExecutionId"], c["output"])
@@ -315,7 +310,9 @@ class Client(_Closing):
         """Invoke an @rpc method of the registered flow on a running flow; returns its output.
         Its effects commit atomically with it; a handler that raises commits nothing
         (WorkerInvocationError)."""
-        return self.engine.invoke_rpc(rpc_method, flow_id, input, options)
+        output = self.engine.invoke_rpc(rpc_method, flow_id, input, options)
+        self._ops.answer()  # its output may have read what ASYNC steps left open
+        return output
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         """Make a pending timer of a waiting step execution ready now."""
@@ -386,6 +383,7 @@ class Client(_Closing):
             self._drive_until(flow_id, match.held, deadline)
         if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        self._ops.answer()
         return match.value
 
     def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
@@ -456,7 +454,9 @@ class AsyncClient(_Closing):
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                          options: RPCInvokeOptions | None = None) -> Any:
-        return await self.engine.invoke_rpc_async(rpc_method, flow_id, input, options)
+        output = await self.engine.invoke_rpc_async(rpc_method, flow_id, input, options)
+        self._ops.answer()  # as Client.invoke_rpc
+        return output
 
     async def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self._ops.skip_timer(flow_id, step_execution_id, timer_id)
@@ -507,6 +507,7 @@ class AsyncClient(_Closing):
             await self._drive_until(flow_id, match.held, deadline)
         if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        self._ops.answer()
         return match.value
 
     async def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
