@@ -43,6 +43,7 @@ ASYNC_WINDOW = float(os.environ.get("DEX_ASYNC_WINDOW", "0.05"))  # seconds (rea
 _QUIET_ROUNDS = 20  # windows with nothing open before the flusher parks (until the next deferral)
 
 _stores: weakref.WeakSet[Store] = weakref.WeakSet()  # stores with a flusher: committed at exit
+_flushers: weakref.WeakSet[Flusher] = weakref.WeakSet()  # a forked child has none of their threads
 
 
 def must_commit(store: Store, durability: str) -> bool:
@@ -63,6 +64,7 @@ class Flusher:
         self._running = False
         self._lock = threading.Lock()
         self.flushes = 0  # commits it made (tests)
+        _flushers.add(self)
 
     def deferred(self) -> None:
         """A transaction was left open (any thread, after `Store.tx(durable=False)`)."""
@@ -136,6 +138,15 @@ class Deferrals:
             yield tx
         if not durable:
             self.flusher.deferred()
+
+
+def _forked() -> None:
+    for flusher in list(_flushers):  # their threads stayed in the parent: the next deferral starts one
+        flusher._running = False
+        flusher._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 @atexit.register
