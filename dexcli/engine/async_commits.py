@@ -13,9 +13,9 @@ COMMIT, by the first of:
   - ASYNC_WINDOW seconds of real time after the first of them (the bound in time; `Flusher`,
     a thread, so that it holds when no loop runs: after a drive has returned);
   - the loop having nothing else to do (`GroupCommit.idle`);
-  - an answer to a client (`Client.wait_for_flow`, a flow's result or description,
-    `wait_for_step_completion`): a client is told only what is durable, as a Dex server answers
-    from what it has persisted;
+  - an answer to a client (`Client.wait_for_flow`, `describe_flow`, `wait_for_step_completion`,
+    `wait_for_attribute_match`, `search_flows`, `invoke_rpc`; `dex run`'s report): a client is
+    told only what is durable, as a Dex server answers from what it has persisted;
   - the store's close, or the interpreter's exit (`atexit`).
 
 A drive's return and a flow's close do not commit by themselves: the close is part of the
