@@ -16,6 +16,7 @@ from dexcli import (
     Context,
     Flow,
     FlowStatus,
+    RPCResult,
     Step,
     StepDecision,
     StepDurability,
@@ -24,6 +25,7 @@ from dexcli import (
     dead_end,
     go_to,
     graceful_complete,
+    rpc,
 )
 from dexcli.engine import async_commits
 from dexcli.testing import DexTestEnv
@@ -121,6 +123,10 @@ class Ending(Step[int]):
 class DeadEnd(Flow[int]):
     def get_steps(self) -> StepList[int]:
         return StepList.start_step(Ending())
+
+    @rpc
+    def ping(self, context: Context) -> RPCResult[str]:
+        return RPCResult("pong")  # no effects: the RPC itself commits nothing
 
 
 def test_a_sync_step_after_async_ones_commits_them(tmp_path: Path) -> None:
@@ -276,3 +282,14 @@ def test_an_async_chain_runs_to_completion_on_one_thread_call(tmp_path: Path, mo
         env.drive(["f"])
         assert env.client.wait_for_flow("f").single_output() == 70
     assert len(calls) == 1
+
+
+def test_an_rpc_answer_is_given_once_what_is_open_is_durable(tmp_path: Path) -> None:
+    db = tmp_path / "dex.db"
+    with DexTestEnv(db) as env:
+        flow = DeadEnd()
+        env.start(flow, 1, "f")
+        env.drive(["f"])
+        assert durable(db, "f") == {"Ending-1": "RUNNING"}
+        assert env.client.invoke_rpc(flow.ping, "f") == "pong"
+        assert durable(db, "f") == {"Ending-1": "COMPLETED", "Ending-2": "COMPLETED", "Ending-3": "COMPLETED"}
