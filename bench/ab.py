@@ -27,6 +27,9 @@ MEASURES = {
            "out = {'flows_per_s': r['flows_per_s'], 'cpu_ms_per_flow': r['cpu_s'] * 1000 / r['flows'], "
            "'latency_ms': r['step_latency_mean_ms'], 'p99_ms': r['step_latency_p99_ms'], "
            "'commits_per_flow': r['commits'] / r['flows']}",
+    "async": "from bench import dex_scenarios as d; r = d.throughput(DB, 2000, 'ASYNC'); "
+             "out = {'flows_per_s': r['flows_per_s'], 'cpu_ms_per_flow': r['cpu_s'] * 1000 / r['flows'], "
+             "'commits_per_flow': r['commits'] / r['flows']}",
     "conc": "from bench import concurrent as c; s = c.concurrent_start(DB, 10000); "
             "r = c.concurrent_drain(DB, 10000); out = {'flows_per_s': 10000 / (s['start_s'] + r['drain_s']), "
             "'drain_flows_per_s': r['drain_flows_per_s'], 'cpu_ms_per_flow': r['cpu_ms_per_flow']}",

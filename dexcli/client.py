@@ -122,12 +122,14 @@ class _Ops(WaitOps):
         )
 
     def final(self, flow_id: str) -> FlowResult:
+        self.answer()
         result = self.result(flow_id)
         if not result.is_terminal:
             raise LongPollTimeoutError(f"flow {flow_id} is still {result.status.name}")
         return result
 
     def describe(self, flow_id: str) -> FlowInfo:
+        self.answer()
         flow = self.flow(_require_id(flow_id))
         return FlowInfo(flow.flow_id, flow.run_id, flow.flow_type, FlowStatus[flow.status.name],
                         _dt(flow.start_time))
@@ -312,7 +314,9 @@ class Client(_Closing):
         """Invoke an @rpc method of the registered flow on a running flow; returns its output.
         Its effects commit atomically with it; a handler that raises commits nothing
         (WorkerInvocationError)."""
-        return self.engine.invoke_rpc(rpc_method, flow_id, input, options)
+        output = self.engine.invoke_rpc(rpc_method, flow_id, input, options)
+        self._ops.answer()  # its output may have read what ASYNC steps left open
+        return output
 
     def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         """Make a pending timer of a waiting step execution ready now."""
@@ -383,6 +387,7 @@ class Client(_Closing):
             self._drive_until(flow_id, match.held, deadline)
         if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        self._ops.answer()
         return match.value
 
     def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
@@ -393,6 +398,7 @@ class Client(_Closing):
             self._drive_until(flow_id, ended, deadline)
         if not ended():
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
+        self._ops.answer()
 
     def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
         # on real time, look every 0.1 s for what other processes commit; in virtual time only
@@ -452,7 +458,9 @@ class AsyncClient(_Closing):
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any = None, *, run_id: str = "",
                          options: RPCInvokeOptions | None = None) -> Any:
-        return await self.engine.invoke_rpc_async(rpc_method, flow_id, input, options)
+        output = await self.engine.invoke_rpc_async(rpc_method, flow_id, input, options)
+        self._ops.answer()  # as Client.invoke_rpc
+        return output
 
     async def skip_timer(self, flow_id: str, step_execution_id: StepExecutionId, timer_id: TimerId) -> None:
         self._ops.skip_timer(flow_id, step_execution_id, timer_id)
@@ -503,6 +511,7 @@ class AsyncClient(_Closing):
             await self._drive_until(flow_id, match.held, deadline)
         if not match.found:
             raise self._ops.wait_over(flow_id, f"attribute {attribute.name} to match", deadline)
+        self._ops.answer()
         return match.value
 
     async def wait_for_step_completion(self, flow_id: str, step_execution_id: StepExecutionId,
@@ -512,6 +521,7 @@ class AsyncClient(_Closing):
             await self._drive_until(flow_id, ended, deadline)
         if not ended():
             raise self._ops.wait_over(flow_id, f"step execution {step_execution_id} to complete", deadline)
+        self._ops.answer()
 
     async def _drive_until(self, flow_id: str, done: Callable[[], bool], deadline: float | None) -> None:
         poll = 0.1 if self.engine.clock.follow_real else None  # as Client._drive_until

@@ -54,8 +54,14 @@ class WaitOps:
         flow = self.store.get_flow(flow_id)
         return flow is not None and flow.is_running
 
+    def answer(self) -> None:
+        """Before a client is told anything: what ASYNC durability left open is committed (a
+        client hears only what is durable; dexcli.engine.async_commits)."""
+        self.store.commit_deferred()
+
     def search(self, query: str, page_size: int, token: str, include_continued_as_new: bool = False
                ) -> SearchFlowsPage:
+        self.answer()
         try:
             page = search_flows(self.store, query, page_size, token, declared=self._declared_index_keys,
                                 include_continued_as_new=include_continued_as_new)

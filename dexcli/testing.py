@@ -66,6 +66,7 @@ class DexTestEnv:
         return self.client.result(flow_id)
 
     def inspect(self, flow_id: str) -> dict[str, Any]:
+        self.store.commit_deferred()  # as the client's answers: only what is durable is shown
         return inspect_flow(self.store, flow_id, self.clock.now())
 
     def stream_values(self, flow_id: str, stream: str | None = None) -> list[Any]:

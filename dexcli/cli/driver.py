@@ -303,7 +303,9 @@ def drive_until(engine: Engine, stop: StopRequest, flow_ids: list[str] | None, u
         raise
     finally:
         watch.stop()
-    return stop.reason, engine.release(), drove
+    released = engine.release()
+    engine.store.commit_deferred()  # what the command reports next is durable (docs/durability.md)
+    return stop.reason, released, drove
 
 
 def rpc_names(engine: Engine, flow_id: str) -> tuple[str, ...]:

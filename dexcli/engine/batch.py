@@ -14,23 +14,21 @@ A unit that is not `durable` (a step result under ASYNC durability) is acknowled
 is persistent: when every unit of a pass is such, their transaction is applied and reported
 but left open (`Store.tx(durable=False)`), and commits with the next durable one, after
 ASYNC_BATCH of them, ASYNC_WINDOW seconds (real time) after the first, or when the loop has
-nothing else to do (`idle`), whichever comes first. A crash before then loses them: those
-steps run again.
+nothing else to do (`idle`), whichever comes first (dexcli.engine.async_commits). A crash
+before then loses them: those steps run again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from dexcli.engine.async_commits import ASYNC_BATCH, Deferrals
 from dexcli.store import Store, Tx
 
 R = TypeVar("R")
-ASYNC_BATCH = 64  # non-durable transactions at most in one commit
-ASYNC_WINDOW = float(os.environ.get("DEX_ASYNC_WINDOW", "0.05"))  # seconds a non-durable one may wait
 
 
 @dataclass
@@ -55,7 +53,7 @@ class GroupCommit:
         self.store = store
         self._queue: list[Unit[Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._window: asyncio.TimerHandle | None = None  # commits what ASYNC units left open
+        self.deferrals = Deferrals(store)  # what ASYNC units left open, and its time bound
         self.flushes = 0
 
     def submit(self, unit: Unit[R]) -> asyncio.Future[R]:
@@ -96,9 +94,6 @@ class GroupCommit:
             self.commit_deferred()
 
     def commit_deferred(self) -> None:
-        if self._window is not None:
-            self._window.cancel()
-            self._window = None
         self.store.commit_deferred()
 
     def flush(self) -> None:
@@ -146,12 +141,8 @@ class GroupCommit:
                     results.append(unit.apply(tx))
                 except Exception as exc:
                     raise _Rollback(unit, exc) from None
-        if durable:
-            if self._window is not None:
-                self._window.cancel()
-                self._window = None
-        elif self._window is None and self._loop is not None:
-            self._window = self._loop.call_later(ASYNC_WINDOW, self.commit_deferred)
+        if not durable:
+            self.deferrals.flusher.deferred()
         return results
 
 

@@ -299,8 +299,7 @@ class Engine:
         finally:
             self._drives.end()
             reset_host(token)
-            self._commits.flush()
-            self._commits.commit_deferred()
+            self._commits.flush()  # what ASYNC left open is not committed here (async_commits)
 
     # ------------------------------------------------------------------ drive (one face) --
     def drive(self, flow_ids: list[str] | None, *, until: Callable[[], bool] | None = None,

@@ -16,8 +16,9 @@ The thread commits only while its call is the only one handed to the handler thr
 (`thread_alone`): with other handlers running or queued, the loop's group commit shares one
 transaction among their outcomes, which is cheaper than a commit per thread (and commits
 outcomes that arrive together in the order they arrive); then the outcome goes back to the
-loop as a task's would. Under ASYNC
-durability (several transitions share a commit) the loop's group commit keeps the outcome.
+loop as a task's would. Under ASYNC durability the thread's transaction is left open and
+shares a commit with the transitions after it (dexcli.engine.async_commits): the chain goes
+on at once.
 
 Every rule of the task path holds:
 
@@ -328,8 +329,8 @@ class SyncAttempt:
     def _after_handler(self, ok: bool, value: Any) -> Back | tuple[SyncAttempt, Any]:
         run, hooks = self.run, self.hooks
         loop: Any = run.loop
-        here = (ok or isinstance(value, (Exception, AttemptFencedError))) and run.leased.durability != "ASYNC" \
-            and loop.thread_alone() and not hooks.halting()
+        here = (ok or isinstance(value, (Exception, AttemptFencedError))) and loop.thread_alone() \
+            and not hooks.halting()
         with _claim:
             if self.judged or self.over:
                 return Back(self, LOST)  # a late outcome: refused (the loop judged it meanwhile)
@@ -361,7 +362,7 @@ class SyncAttempt:
         try:
             hooks.faults.hit("before-commit", run.spec.step_type, where=run.where)
             apply, done = hooks.endings.decision(run, verdict)
-            with hooks.store.tx() as tx:
+            with hooks.commits.deferrals.tx(run.leased.durability) as tx:  # ASYNC: left open (async_commits)
                 executed: t.ExecuteDone = apply(tx)
         except t.Fenced:
             return Back(self, FENCED)

@@ -60,6 +60,7 @@ class Store:
         self.path = str(path)
         self.commits = 0
         self.deferred = 0  # transactions applied and not yet committed (tx(durable=False))
+        self.deferred_at = 0.0  # time.monotonic() when the first of them was applied
         self.commit_seconds = 0.0  # time spent in COMMIT statements (the WAL writes), for bench/
         self._lock = threading.RLock()
         # Attribute Store projections marked since the last COMMIT; committed and not yet told
@@ -121,13 +122,16 @@ class Store:
             if durable:
                 self._commit()
             else:
+                if not self.deferred:
+                    self.deferred_at = time.monotonic()
                 self.deferred += 1
         self._tell_synced()
 
-    def commit_deferred(self) -> None:
-        """Commit the transactions `tx(durable=False)` left open (nothing when there are none)."""
+    def commit_deferred(self, *, since: float | None = None) -> None:
+        """Commit the transactions `tx(durable=False)` left open (nothing when there are none);
+        with `since` (a time.monotonic()), only if the first of them was applied by then."""
         with self._lock:
-            if self.deferred:
+            if self.deferred and (since is None or self.deferred_at <= since):
                 self._commit()
         self._tell_synced()
 
