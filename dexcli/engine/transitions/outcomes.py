@@ -80,14 +80,14 @@ def complete(tx: Tx, key: AttemptKey, step: StepRecord, started: float, decision
     owner with `lease_next`), collect its output, record StepExecuteCompleted, and close the
     flow when the decision or an idle graceful completion ends it."""
     plan = decision.next_steps
-    numbered = tx.get_flow_numbering(key.flow_id, plan[0].spec.step_type) if plan else None
-    flow = numbered[0] if numbered else tx.get_flow(key.flow_id)
-    if flow is None or not flow.is_running:
+    numbered = tx.flow_progress(key.flow_id, plan[0].spec.step_type if plan else None)
+    if numbered is None or not numbered[0].is_running:
         raise Fenced()
+    flow = numbered[0]
     owner = key.owner if lease_next else None
     created = []
     for i, nxt in enumerate(plan):
-        numbers = (numbered[1] + 1, numbered[2] + 1) if numbered and i == 0 else \
+        numbers = (numbered[1] + 1, numbered[2] + 1) if i == 0 else \
             tx.next_step_number(key.flow_id, nxt.spec.step_type)
         created.append(queue_step(tx, key.flow_id, nxt, key.seid, now, numbers, owner))
     summary_json = _summary(decision, created)
