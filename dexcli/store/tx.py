@@ -87,6 +87,9 @@ def _compact_encoder() -> Callable[[Any], str]:
 
 
 _encode = _compact_encoder()
+# A str as `_encode` writes it (a JSON string, non-ASCII escaped): for the hot texts built as
+# f-strings, ~5x cheaper than encoding a dict of them and splicing it.
+json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def json_object(*parts: dict[str, Any] | tuple[str, str]) -> str:
