@@ -325,6 +325,7 @@ _STEP_JSON = _positions(StepRecord, "input", "options", "heartbeat_value", "reco
 _HISTORY_JSON = _positions(HistoryRecord, "payload")
 _STREAM_JSON = _positions(StreamRecord, "value")
 _E = TypeVar("_E", bound=enum.Enum)
+_MEMBERS: dict[type[enum.Enum], dict[Any, enum.Enum]] = {}  # each state enum's members by stored value
 
 
 def damaged_row(db: str, table: str, key: str, what: str) -> DamagedDatabaseError:
@@ -384,6 +385,12 @@ _SEEN_MAX, _SEEN_MAX_LEN = 4096, 1024
 
 def stored_state(kind: type[_E], value: Any, db: str, table: str, key: str, column: str) -> _E:
     """A state column read as its enum; a value no dex writes is damage, named."""
+    members = _MEMBERS.get(kind)
+    if members is None:
+        members = _MEMBERS[kind] = {m.value: m for m in kind}
+    state = members.get(value)  # a dict lookup: ~1 us less than the enum's own call, per state read
+    if state is not None:
+        return state  # type: ignore[return-value]
     try:
         return kind(value)
     except ValueError:

@@ -46,3 +46,14 @@ def test_a_text_in_use_survives_a_new_generation_of_the_cache(monkeypatch: pytes
     assert parsed.count('{"hot": 1}') == 1  # parsed once, found again in every generation since
     assert len(records._SEEN_JSON) <= 4 and len(records._SEEN_BEFORE) <= 4
     assert _read('{"hot": 1}').status is FlowState.RUNNING
+
+
+@pytest.mark.parametrize("status", list(FlowState))
+def test_each_stored_state_reads_as_its_member(status: FlowState) -> None:
+    assert flow_record((*_ROW[:4], status.value, *_ROW[5:]), "db").status is status
+
+
+@pytest.mark.parametrize("value", ["DONE", "running", b"RUNNING", 1, None])
+def test_a_state_no_dex_writes_is_refused(value: object) -> None:
+    with pytest.raises(DamagedDatabaseError, match="status .* is not one of RUNNING"):
+        flow_record((*_ROW[:4], value, *_ROW[5:]), "db")
