@@ -17,11 +17,11 @@ from dexcli.store.records import (
     StreamRecord,
 )
 from dexcli.store.store import Store
-from dexcli.store.tx import Tx, json_object
+from dexcli.store.tx import Tx, json_object, json_string
 from dexcli.store.tx_runs import ARCHIVE_SEPARATOR, StartSettings, timeout_time
 
 __all__ = [
     "ARCHIVE_SEPARATOR", "SCHEMA_VERSION", "AttemptOutcome", "AttemptRecord", "FlowRecord", "FlowState",
     "HistoryRecord", "Method", "Runnable", "Schedule", "Skipped", "StartSettings", "Store", "StoreError", "StepRecord",
-    "StepState", "StreamRecord", "Tx", "json_object", "timeout_time",
+    "StepState", "StreamRecord", "Tx", "json_object", "json_string", "timeout_time",
 ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dexcli.store import FlowRecord, FlowState, StepState, Store, StoreError
-from dexcli.store.records import ClosedFlow
+from dexcli.store.errors import DamagedDatabaseError
+from dexcli.store.records import ClosedFlow, FlowProgress
 from tests.store.builders import T0, add_flow, add_running, add_step, flow
 
 
@@ -32,7 +33,7 @@ def test_get_flow_of_an_unknown_id_is_none(store: Store) -> None:
     assert store.read(lambda tx: tx.get_flow("nope")) is None
 
 
-def test_get_flow_numbering_counts_steps_of_the_type_and_in_all(store: Store) -> None:
+def test_flow_progress_reads_what_a_completion_uses_and_counts_steps_of_the_type_and_in_all(store: Store) -> None:
     with store.tx() as tx:
         add_flow(tx, "f")
         add_flow(tx, "other")
@@ -40,20 +41,33 @@ def test_get_flow_numbering_counts_steps_of_the_type_and_in_all(store: Store) ->
         add_step(tx, "f", "A-2", seq=2, status=StepState.COMPLETED)
         add_step(tx, "f", "B-1", seq=3)
         add_step(tx, "other", "A-1", seq=1)
-        numbered_a = tx.get_flow_numbering("f", "A")
-        numbered_c = tx.get_flow_numbering("f", "C")
-        assert tx.get_flow_numbering("nope", "A") is None
+        numbered_a = tx.flow_progress("f", "A")
+        numbered_c = tx.flow_progress("f", "C")
+        uncounted = tx.flow_progress("f", None)
+        assert tx.flow_progress("nope", "A") is None
+        assert tx.flow_progress("nope", None) is None
         add_flow(tx, "bare")  # no step yet: both counts 0, the flow still read
-        bare = tx.get_flow_numbering("bare", "A")
-        assert bare is not None and bare[0].flow_id == "bare" and bare[1:] == (0, 0)
+        bare = tx.flow_progress("bare", "A")
+        assert bare is not None and bare[0].is_running and bare[1:] == (0, 0)
         assert tx.next_step_number("f", "A") == (3, 4)
         assert tx.next_step_number("f", "C") == (1, 4)
         assert tx.next_step_number("empty", "A") == (1, 1)
-    assert numbered_a is not None and numbered_c is not None
+    assert numbered_a is not None and numbered_c is not None and uncounted is not None
     record, of_type, total = numbered_a
-    assert record == flow(store, "f")
+    whole = flow(store, "f")
+    assert record == FlowProgress(whole.status, whole.run_id, whole.graceful, whole.completions,
+                                  whole.flow_config, whole.step_numbers)
     assert (of_type, total) == (2, 3)
     assert numbered_c[1:] == (0, 3)
+    assert uncounted == (record, 0, 0)
+
+
+def test_flow_progress_refuses_a_damaged_completions_column(store: Store) -> None:
+    with store.tx() as tx:
+        add_flow(tx, "f")
+        tx.c.execute("UPDATE flows SET completions = '[{' WHERE flow_id = 'f'")
+    with pytest.raises(DamagedDatabaseError, match="completions is not JSON"), store.tx() as tx:
+        tx.flow_progress("f", None)
 
 
 def test_set_flow_outputs_records_graceful_and_keeps_outputs_when_none_given(store: Store) -> None:
