@@ -11,7 +11,9 @@ An entry is cancelled by a flag (from any thread). On an auto-advancing clock (`
 loop drops cancelled entries from the top whenever it looks (`tidy`), so its timer never stays
 on a dead deadline once a chain has handed back to it: the clock jumps only to live deadlines.
 On a real clock a timer left on a dead deadline just fires once for nothing and moves on,
-which is cheaper than moving it each time an attempt ends.
+which is cheaper than moving it each time an attempt ends; once cancelled entries are more
+than half of the heap (and over `COMPACT_AT`), the next arm drops them all, so the heap holds
+about the attempts running, not every attempt of the last heartbeat timeout.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
+
+COMPACT_AT = 1024  # cancelled entries before the heap is compacted (once they are half of it, too)
 
 
 class Entry:
@@ -36,9 +40,12 @@ class Entry:
         self._watch = watch
 
     def cancel(self) -> None:
+        if self.dead:
+            return
         self.dead = True
         self.target = None
         watch = self._watch
+        watch._cancelled += 1  # (unlocked: a hint for compacting, recounted when it compacts)
         if threading.get_ident() == watch._thread:  # on the loop: its timer moves now if it was this
             watch.tidy()
 
@@ -54,11 +61,14 @@ class Watch:
         self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self._armed = float("inf")  # when the loop's timer fires (or is about to be set for)
+        self._cancelled = 0  # entries cancelled since the heap was last compacted (about)
 
     def arm(self, when: float, target: Any) -> Entry:
         """Watch `target` until `when` (loop time); any thread."""
         entry = Entry(when, target, self)
         with self._lock:
+            if self._cancelled > COMPACT_AT and 2 * self._cancelled > len(self._heap):
+                self._compact()
             heapq.heappush(self._heap, (when, next(self._seq), entry))
             earlier = when < self._armed
             if earlier:
@@ -69,6 +79,18 @@ class Watch:
             elif not self._loop.is_closed():
                 self._loop.call_soon_threadsafe(self._rearm)
         return entry
+
+    def __len__(self) -> int:
+        """Entries on the heap, cancelled ones not yet dropped included."""
+        return len(self._heap)
+
+    def _compact(self) -> None:
+        """(Under the lock.) Drop every cancelled entry. On a real clock a cancelled entry is
+        otherwise dropped only when its deadline comes to the top: with a long heartbeat timeout
+        and short steps, a busy worker's heap would hold every attempt of the last hour."""
+        self._heap = [item for item in self._heap if not item[2].dead]
+        heapq.heapify(self._heap)
+        self._cancelled = 0
 
     def tidy(self) -> None:
         """On the loop: if the earliest entry was cancelled, move the timer to a live one."""
