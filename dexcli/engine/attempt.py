@@ -27,8 +27,8 @@ from dexcli.engine.transitions.waiting import Effects
 from dexcli.sdk.channels import physical_name
 from dexcli.sdk.codec import decode, encode, from_jsonable
 from dexcli.sdk.context import RecoveryErrorInfo, StepOutput
-from dexcli.sdk.decisions import OMITTED
 from dexcli.sdk.errors import AttemptFencedError, FlowCodeError, InvalidStepResultError
+from dexcli.sdk.omitted import OMITTED
 from dexcli.sdk.stream import MAX_MESSAGE_BYTES, AsyncBufferedTextStream, BufferedTextStream, Stream, message_size
 from dexcli.store import Method
 

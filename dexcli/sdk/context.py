@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from dexcli.sdk.decisions import OMITTED
+from dexcli.sdk.omitted import OMITTED
 
 T = TypeVar("T")
 

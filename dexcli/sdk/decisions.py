@@ -15,31 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dexcli.sdk.errors import FlowCodeError, InvalidStepResultError
+from dexcli.sdk.omitted import OMITTED
 
 if TYPE_CHECKING:
     from dexcli.sdk.options import StepOptions
 
 InputT = TypeVar("InputT")
-
-
-class _Omitted:
-    """Marks an output that was not given (distinct from None)."""
-
-    _instance: _Omitted | None = None
-
-    def __new__(cls) -> _Omitted:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<omitted>"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-OMITTED: Any = _Omitted()
 
 
 class DecisionKind(enum.Enum):
