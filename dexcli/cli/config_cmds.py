@@ -91,11 +91,8 @@ def continue_as_new(
     store = open_store(must_exist=True)
     try:
         flow = flow_or_not_found(store, flow_id)
-        if run_id is not None and run_id != flow.run_id:
-            raise ConflictError(f"run {run_id} is not the current run of flow {flow_id} ({flow.run_id}): "
-                                "only the current run can continue as new")
-        _running(store, flow, "only a running flow can continue as new")
-        op = ContinueAsNew(flow_id) if reason is None else ContinueAsNew(flow_id, reason)
+        _running(store, flow, "only a running flow can continue as new")  # (--run-id: checked in the change)
+        op = ContinueAsNew(flow_id, run_id=run_id) if reason is None else ContinueAsNew(flow_id, reason, run_id)
         new_run: str = _changed(store, flow_id, lambda: build_engine(store, time_skip=False).change(op))
     finally:
         store.close()

@@ -24,7 +24,7 @@ import typer
 
 from dexcli.cli.app import open_store
 from dexcli.cli.completion import complete_flow_id
-from dexcli.cli.errors import ConflictError, UsageError
+from dexcli.cli.errors import UsageError
 from dexcli.cli.shared import flow_or_not_found
 
 DEX_TYPES = {"beginning": "BEGINNING", "history-event-time": "HISTORY_EVENT_TIME", "step-type": "STEP_TYPE",
@@ -64,9 +64,6 @@ def time_travel(
     store = open_store(must_exist=True)
     try:
         flow = flow_or_not_found(store, flow_id)
-        if run_id is not None and run_id != flow.run_id:
-            raise ConflictError(f"run {run_id} is not the current run of flow {flow_id} ({flow.run_id}): "
-                                "time travel starts from the current run")
         kind, value, method = _point(to_step, step_method, to_start, at, type_, target)
         if kind == "STEP_TYPE" and method is not None:  # friendly: that type's latest execution
             latest = [s.step_execution_id for s in store.steps_of(flow_id) if s.step_type == value]
@@ -78,7 +75,7 @@ def time_travel(
         req = TimeTravelRequest(
             flow_id, kind, when, value if kind == "STEP_TYPE" else None,
             value if kind == "STEP_EXECUTION_ID" else None,
-            (method or "WAIT_FOR") if kind == "STEP_EXECUTION_ID" else None, reason, skip_writes_reapply)
+            (method or "WAIT_FOR") if kind == "STEP_EXECUTION_ID" else None, reason, skip_writes_reapply, run_id)
         new_run = build_engine(store, time_skip=False).change(req)
     finally:
         store.close()

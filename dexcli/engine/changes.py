@@ -47,6 +47,7 @@ class ContinueAsNew:
 
     flow_id: str
     reason: str = "trigger_continue_as_new"
+    run_id: str | None = None  # the Dex CLI's --run-id: refused unless it is the current run
 
 
 Change = StopFlow | SkipTimer | TimeTravelRequest | UpdateFlowConfig | ContinueAsNew

@@ -712,7 +712,7 @@ class Engine:
             self._update_flow_config(op.flow_id, op.fields)
             return None
         if isinstance(op, ContinueAsNew):
-            return self._continue_as_new(op.flow_id, op.reason)
+            return self._continue_as_new(op.flow_id, op.reason, op.run_id)
         return self._time_travel(op)
 
     def _stop_flow(self, flow_id: str, stop_type: str, reason: str | None) -> None:
@@ -766,12 +766,12 @@ class Engine:
 
         self._drives.on_loop(update)
 
-    def _continue_as_new(self, flow_id: str, reason: str) -> str:
+    def _continue_as_new(self, flow_id: str, reason: str, run_id: str | None) -> str:
         """Roll a running flow over into a new run now (transitions/continuing.py); the new
         run's id."""
         def roll() -> str:
             with self.store.tx() as tx:
-                done = t.continuing.continue_as_new(tx, flow_id, self._fresh_now(flow_id), reason)
+                done = t.continuing.continue_as_new(tx, flow_id, self._fresh_now(flow_id), reason, run_id)
             self._emit("flowContinuedAsNew", flow_id, runId=done.run_id, previousRunId=done.previous_run_id,
                       reason=done.reason)
             self._wake()

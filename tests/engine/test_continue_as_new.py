@@ -362,3 +362,22 @@ def test_the_page_size_tells_how_many_pages_the_carried_state_takes() -> None:
         env.client.trigger_continue_as_new("m")
         assert env.inspect("m")["history"][0]["pageSizeBytes"] == 1024 * 1024
         assert env.inspect("m")["history"][0]["pages"] == 1
+
+
+def test_a_run_id_that_is_not_the_current_one_is_refused_in_the_change_itself() -> None:
+    """The Dex CLI's --run-id, checked in the change's own transaction, before anything else
+    (a stale id is refused even when the flow runs; nothing changes)."""
+    from dexcli.engine import ContinueAsNew
+    from dexcli.engine.transitions.flows import RunNotCurrentError
+
+    with DexTestEnv() as env:
+        first = env.client.start_flow(Mailbox(), "m", None)
+        env.drive(["m"])
+        with pytest.raises(RunNotCurrentError, match=f"run stale is not the current run of flow m \\({first}\\)"):
+            env.engine.change(ContinueAsNew("m", run_id="stale"))
+        assert len(env.inspect("m")["runs"]) == 1
+        second = env.engine.change(ContinueAsNew("m", run_id=first))
+        assert second != first and len(env.inspect("m")["runs"]) == 2
+        with pytest.raises(RunNotCurrentError):  # the first run is no longer the current one
+            env.engine.change(ContinueAsNew("m", run_id=first))
+        assert len(env.inspect("m")["runs"]) == 2

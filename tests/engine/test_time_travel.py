@@ -277,3 +277,21 @@ def test_beginning_queues_the_start_step_the_code_has_now(tmp_path: Path) -> Non
         assert env.client.wait_for_flow("r").completions[0].output == 40
         assert [s["stepExecutionId"] for s in env.inspect("r")["steps"]] == ["New-1"]
         assert doctor_check(env.store)[0] == []
+
+
+def test_a_run_id_that_is_not_the_current_one_is_refused_in_the_change_itself() -> None:
+    """The Dex CLI's --run-id, checked in the change's own transaction (not only by the CLI
+    before it, where a run that changes in between would slip through)."""
+    from dexcli.engine import TimeTravelRequest
+    from dexcli.engine.transitions.flows import RunNotCurrentError
+
+    with DexTestEnv(start=0.0) as env:
+        _decided(env, OrderFlow())
+        before = env.inspect("o")
+        current = env.client.describe_flow("o").run_id
+        with pytest.raises(RunNotCurrentError, match="is not the current run of flow o") as err:
+            env.engine.change(TimeTravelRequest("o", "BEGINNING", run_id="an-old-run"))
+        assert err.value.exit_code == 4
+        assert env.inspect("o")["history"] == before["history"] and len(env.inspect("o")["runs"]) == 1
+        new_run = env.engine.change(TimeTravelRequest("o", "BEGINNING", run_id=current))
+        assert env.client.describe_flow("o").run_id == new_run != current

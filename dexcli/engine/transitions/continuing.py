@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dexcli.engine.flow_config import merged, page_size, threshold
+from dexcli.engine.transitions.flows import check_current_run
 from dexcli.sdk.errors import FlowNotActiveOrNotFoundError
 from dexcli.store import FlowRecord, StepRecord, StepState, Tx
 
@@ -62,10 +63,13 @@ class Continued:
     reason: str
 
 
-def continue_as_new(tx: Tx, flow_id: str, now: float, reason: str) -> Continued:
+def continue_as_new(tx: Tx, flow_id: str, now: float, reason: str, run_id: str | None = None) -> Continued:
     """End the flow's run CONTINUED_AS_NEW and go on with a new run of the same flow id (see the
-    module's docstring for what carries). FlowNotActiveOrNotFoundError unless it is running."""
+    module's docstring for what carries). FlowNotActiveOrNotFoundError unless it is running;
+    RunNotCurrentError if `run_id` is given and is not its current run (checked first)."""
     flow = tx.get_flow(flow_id)
+    if flow is not None:
+        check_current_run(flow, run_id, "only the current run can continue as new")
     if flow is None or not flow.is_running:
         state = "is not found" if flow is None else f"is {flow.status.value}"
         raise FlowNotActiveOrNotFoundError(f"flow {flow_id} {state}: only a running flow can continue as new")

@@ -25,7 +25,13 @@ from dexcli.engine.deadlines import iso
 from dexcli.engine.transitions import flow_retry
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, Leased, NextStep, leased, new_step, queue_steps
 from dexcli.engine.transitions.subflow_results import report_to_parent
-from dexcli.sdk.errors import FlowAlreadyStartedError, FlowEndedError, FlowNotActiveOrNotFoundError
+from dexcli.sdk.errors import (
+    DexServiceError,
+    FlowAlreadyStartedError,
+    FlowEndedError,
+    FlowNotActiveOrNotFoundError,
+    StatusCode,
+)
 from dexcli.sdk.registry import FlowDefinition
 from dexcli.store import FlowRecord, FlowState, StartSettings, StepRecord, Tx, json_object, timeout_time
 
@@ -275,6 +281,21 @@ def stop(tx: Tx, flow_id: str, stop_type: str, reason: str | None, now: float) -
 
 # --------------------------------------------------------------------------- id reuse -----
 _UNSUCCESSFUL = frozenset({FlowState.FAILED, FlowState.CANCELED, FlowState.TERMINATED})
+
+
+class RunNotCurrentError(DexServiceError):
+    """An operator's change named a run (the Dex CLI's `--run-id`) that is not the flow's current
+    one: refused in the change's own transaction, so nothing changed."""
+
+    exit_code = 4
+    grpc_code = StatusCode.FAILED_PRECONDITION
+
+
+def check_current_run(flow: FlowRecord, run_id: str | None, why: str) -> None:
+    """RunNotCurrentError unless `run_id` is None or the flow's current run (`why`: what only
+    the current run can do)."""
+    if run_id is not None and run_id != flow.run_id:
+        raise RunNotCurrentError(f"run {run_id} is not the current run of flow {flow.flow_id} ({flow.run_id}): {why}")
 
 
 def allows(policy: str, existing: FlowRecord) -> bool:

@@ -40,7 +40,7 @@ from urllib.parse import unquote
 from dexcli.engine.attributes import AttributeWrite, apply_writes
 from dexcli.engine.deadlines import iso
 from dexcli.engine.definitions import Definitions
-from dexcli.engine.transitions.flows import retire_run
+from dexcli.engine.transitions.flows import check_current_run, retire_run
 from dexcli.engine.transitions.steps import START_SOURCE, Closed, NextStep, queue_step
 from dexcli.engine.transitions.waiting import publish
 from dexcli.sdk.errors import FlowNotFoundError, TimeTravelPointError
@@ -64,6 +64,7 @@ class TimeTravelRequest:
     step_method: str | None = None  # one of METHODS (STEP_EXECUTION_ID only)
     reason: str | None = None
     skip_writes_reapply: bool = False
+    run_id: str | None = None  # the Dex CLI's --run-id: refused unless it is the current run
 
 
 def check_request(req: TimeTravelRequest) -> None:
@@ -228,6 +229,7 @@ def time_travel(tx: Tx, req: TimeTravelRequest, now: float, definitions: Definit
     flow = tx.get_flow(req.flow_id)
     if flow is None:
         raise FlowNotFoundError(f"flow {req.flow_id} is not found")
+    check_current_run(flow, req.run_id, "time travel starts from the current run")
     events, steps = tx.run_history(req.flow_id), tx.run_steps(req.flow_id)
     if not events:
         raise TimeTravelPointError(f"flow {req.flow_id} has no history to time travel in")
