@@ -52,7 +52,6 @@ class GroupCommit:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._queue: list[Unit[Any]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
         self.deferrals = Deferrals(store)  # what ASYNC units left open, and its time bound
         self.flushes = 0
 
@@ -84,7 +83,6 @@ class GroupCommit:
 
     def _enqueue(self, unit: Unit[Any], loop: asyncio.AbstractEventLoop) -> None:
         self._queue.append(unit)
-        self._loop = loop
         if len(self._queue) == 1:
             loop.call_soon(self.flush)
 
