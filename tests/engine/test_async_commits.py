@@ -237,29 +237,13 @@ def test_a_late_result_of_a_timed_out_async_attempt_is_refused(tmp_path: Path) -
     commits the timeout, attempt 2 completes, and attempt 1's late decision is never applied."""
     import dataclasses
 
-    from tests.engine.test_run_to_completion import DB, Chain, Stuck, StuckFlow
+    from tests.engine.test_run_to_completion import Stuck, stuck_beside_a_chain
 
     stuck = Stuck()
     stuck.options = dataclasses.replace(stuck.options, execute_durability=StepDurability.ASYNC)
     db = tmp_path / "dex.db"
     with DexTestEnv(db) as env:
-        stuck.clock = env.clock
-        DB["path"] = str(db)  # where Chain's steps look
-
-        def on_event(e: Any) -> None:
-            if e.type == "attemptFailed" and e.flow_id == "a":
-                stuck.timed_out.set()
-            elif e.type == "flowClosed" and e.flow_id == "b":
-                stuck.other_done.set()
-
-        env.engine.events.listeners.append(on_event)
-        env.start(StuckFlow(stuck), 10, "a")
-        env.start(Chain(), 1, "b")
-        env.drive(["a", "b"])
-        assert env.client.wait_for_flow("a").single_output(int) == 12  # attempt 2's, not the late 1000
-        assert env.client.wait_for_flow("b").single_output(int) == 4  # ran while attempt 1 was stuck
-        [step] = env.inspect("a")["steps"]
-        assert [a["outcome"] for a in step["attempts"]] == ["TIMED_OUT", "COMPLETED"]
+        stuck_beside_a_chain(env, stuck)
         assert len([e for e in env.inspect("a")["history"] if e["type"] == "StepExecuteCompleted"]) == 1
     assert durable_flow(db, "a") == "COMPLETED"
 

@@ -116,6 +116,30 @@ class StuckFlow(Flow[int]):
         return StepList.start_step(self.step)
 
 
+def stuck_beside_a_chain(env: DexTestEnv, stuck: Stuck) -> dict[str, Any]:
+    """Flow "a" (a Stuck step: attempt 1 passes its StartToClose in its thread) beside flow "b"
+    (a Chain), driven together: "b" finishes while attempt 1 is stuck, attempt 2 completes "a",
+    and attempt 1's late decision is refused. Returns "a"'s step as inspect shows it."""
+    DB["path"] = env.engine.store.path
+    stuck.clock = env.clock
+
+    def on_event(e: Any) -> None:
+        if e.type == "attemptFailed" and e.flow_id == "a":
+            stuck.timed_out.set()
+        elif e.type == "flowClosed" and e.flow_id == "b":
+            stuck.other_done.set()
+
+    env.engine.events.listeners.append(on_event)
+    env.start(StuckFlow(stuck), 10, "a")
+    env.start(Chain(), 1, "b")
+    env.drive(["a", "b"])
+    assert env.client.wait_for_flow("a").single_output(int) == 12  # attempt 2's, not the late 1000
+    assert env.client.wait_for_flow("b").single_output(int) == 4  # ran while attempt 1 was stuck
+    [step] = env.inspect("a")["steps"]
+    assert [a["outcome"] for a in step["attempts"]] == ["TIMED_OUT", "COMPLETED"]
+    return step  # type: ignore[no-any-return]
+
+
 def test_a_late_commit_of_a_timed_out_attempt_is_refused_and_other_flows_go_on(
         monkeypatch: pytest.MonkeyPatch) -> None:
     applied: list[tuple[str, str, int]] = []
@@ -129,23 +153,7 @@ def test_a_late_commit_of_a_timed_out_attempt_is_refused_and_other_flows_go_on(
     SEEN.clear()
     stuck = Stuck()
     with DexTestEnv() as env:
-        DB["path"] = env.engine.store.path
-        stuck.clock = env.clock
-
-        def on_event(e: Any) -> None:
-            if e.type == "attemptFailed" and e.flow_id == "a":
-                stuck.timed_out.set()
-            elif e.type == "flowClosed" and e.flow_id == "b":
-                stuck.other_done.set()
-
-        env.engine.events.listeners.append(on_event)
-        env.start(StuckFlow(stuck), 10, "a")
-        env.start(Chain(), 1, "b")
-        env.drive(["a", "b"])
-        assert env.client.wait_for_flow("a").single_output(int) == 12  # attempt 2's
-        assert env.client.wait_for_flow("b").single_output(int) == 4  # ran while attempt 1 was stuck
-        [step] = env.inspect("a")["steps"]
-        assert [a["outcome"] for a in step["attempts"]] == ["TIMED_OUT", "COMPLETED"]
+        step = stuck_beside_a_chain(env, stuck)
         completed = [e for e in env.inspect("a")["history"] if e["type"] == "StepExecuteCompleted"]
         assert len(completed) == 1
         assert [x for x in applied if x[0] == "a"] == [("a", step["stepExecutionId"], 2)]
