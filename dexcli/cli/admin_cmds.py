@@ -89,12 +89,14 @@ def time_skip(duration: str = typer.Argument(..., help="How far to move the cloc
     Only those flows see the time pass: what they wait for comes that much sooner. Other flows
     keep real time. A process driving a moved flow follows within half a second."""
     from dexcli.cli.config import format_duration, parse_duration
+    from dexcli.cli.driver import build_engine
+    from dexcli.engine import TimeSkip
 
     secs = parse_duration(duration, "time skip")
     store = open_store()
     ids = _flows_to_move(store, flow_ids or [], all_running, "skip")
     # one transaction: two skips at once both count (a process driving a moved flow follows)
-    skipped = store.skip_flows(ids, secs) if ids else None
+    skipped = build_engine(store, time_skip=False).change(TimeSkip(tuple(ids), secs)) if ids else None
     moved, held = (skipped.moved, skipped.held) if skipped else ({}, {})
     if not moved and not held:
         print("no running flow to move")

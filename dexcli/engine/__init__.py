@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dexcli.engine.activity import Activity, AttemptHere
-    from dexcli.engine.changes import ContinueAsNew, SkipTimer, StopFlow, TimeTravelRequest, UpdateFlowConfig
+    from dexcli.engine.changes import ContinueAsNew, SkipTimer, StopFlow, TimeSkip, TimeTravelRequest, UpdateFlowConfig
     from dexcli.engine.core import Drove, Engine
 
-__all__ = ["Activity", "AttemptHere", "ContinueAsNew", "Drove", "Engine", "SkipTimer", "StopFlow", "TimeTravelRequest",
-           "UpdateFlowConfig"]
+__all__ = ["Activity", "AttemptHere", "ContinueAsNew", "Drove", "Engine", "SkipTimer", "StopFlow", "TimeSkip",
+           "TimeTravelRequest", "UpdateFlowConfig"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,8 @@
 """What an operator can change about one flow from outside its steps, as records for
 `Engine.change`: a stop, a skipped timer, a time travel (`TimeTravelRequest`, kept beside its
-transition in dexcli.engine.transitions.time_travel), a FlowConfig update, a continue-as-new.
-One verb takes them all, so the face stays small as Dex's model adds operator changes; each
-record names its flow."""
+transition in dexcli.engine.transitions.time_travel), a FlowConfig update, a continue-as-new,
+a time skip. One verb takes them all, so the face stays small as Dex's model adds operator
+changes; each record names its flow (a time skip, the flows it moves)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,15 @@ class ContinueAsNew:
     run_id: str | None = None  # the Dex CLI's --run-id: refused unless it is the current run
 
 
-Change = StopFlow | SkipTimer | TimeTravelRequest | UpdateFlowConfig | ContinueAsNew
+@dataclass(frozen=True, slots=True)
+class TimeSkip:
+    """`dex time skip`: these flows' clocks (None: every running flow's) moved forward by
+    `seconds` (Store.skip_flows: the flows a live process holds do not move)."""
 
-__all__ = ["Change", "ContinueAsNew", "SkipTimer", "StopFlow", "TimeTravelRequest", "UpdateFlowConfig"]
+    flow_ids: tuple[str, ...] | None
+    seconds: float
+
+
+Change = StopFlow | SkipTimer | TimeTravelRequest | UpdateFlowConfig | ContinueAsNew | TimeSkip
+
+__all__ = ["Change", "ContinueAsNew", "SkipTimer", "StopFlow", "TimeSkip", "TimeTravelRequest", "UpdateFlowConfig"]

@@ -38,7 +38,7 @@ from dexcli.engine.activity import Activity, AttemptHere
 from dexcli.engine.attempt import STOPPING, AttemptHost, AttemptRun, invoke, step_input
 from dexcli.engine.attribute_sync import AttributeStores, AttributeSync, check_names
 from dexcli.engine.batch import GroupCommit
-from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, UpdateFlowConfig
+from dexcli.engine.changes import Change, ContinueAsNew, SkipTimer, StopFlow, TimeSkip, UpdateFlowConfig
 from dexcli.engine.clock import Clock
 from dexcli.engine.clock import run as run_on_clock
 from dexcli.engine.definitions import Definitions, Loader, cannot_run
@@ -64,7 +64,7 @@ from dexcli.sdk.flow import Flow
 from dexcli.sdk.registry import FlowDefinition, Registry
 from dexcli.sdk.results import StartFlowOptions
 from dexcli.sdk.rpc import RPCInvokeOptions, RpcSpec
-from dexcli.store import FlowState, Method, StepState, Store
+from dexcli.store import FlowState, Method, Skipped, StepState, Store
 from dexcli.store.errors import DatabaseReplacedError
 
 log = logging.getLogger("dexcli.engine")
@@ -698,10 +698,16 @@ class Engine:
     def change(self, op: TimeTravelRequest | ContinueAsNew) -> str: ...
     @overload
     def change(self, op: StopFlow | SkipTimer | UpdateFlowConfig) -> None: ...
-    def change(self, op: Change) -> str | None:
+    @overload
+    def change(self, op: TimeSkip) -> Skipped: ...
+    def change(self, op: Change) -> str | Skipped | None:
         """An operator's change to one flow (dexcli.engine.changes), run on the engine's loop
         (from another thread while a drive goes on): a stop; a skipped timer; a FlowConfig
-        update; a time travel or a continue-as-new, which return the new run id."""
+        update; a time travel or a continue-as-new, which return the new run id. A time skip of
+        some flows' clocks is one store transaction from any thread and returns what moved (a
+        process driving a moved flow follows within half a second)."""
+        if isinstance(op, TimeSkip):
+            return self.store.skip_flows(None if op.flow_ids is None else list(op.flow_ids), op.seconds)
         if isinstance(op, StopFlow):
             self._stop_flow(op.flow_id, op.stop_type, op.reason)
             return None

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from dexcli import IdReusePolicy, StartFlowOptions
-from dexcli.engine import Activity
+from dexcli.engine import Activity, TimeSkip
 from dexcli.sdk.errors import FlowAlreadyStartedError
 from dexcli.store import AttemptOutcome, StepState
 from dexcli.testing import DexTestEnv
@@ -48,7 +48,7 @@ def test_a_drive_releases_what_it_leaves_or_leaves_that_to_release(env: DexTestE
 def test_time_skip_moves_the_named_flows_clocks(env: DexTestEnv) -> None:
     env.start(Single(Beat(opts(heartbeat=60), every=5)), 0, "moved")
     env.start(Single(Beat(opts(heartbeat=60), every=5)), 0, "kept")
-    assert env.store.skip_flows(["moved"], 90).moved == {"moved": 90.0}  # what `dex time skip` calls
+    assert env.engine.change(TimeSkip(("moved",), 90)).moved == {"moved": 90.0}  # what `dex time skip` calls
     assert env.store.flow_offsets(None) == {"moved": 90.0}
 
 
