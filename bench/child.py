@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -11,6 +12,9 @@ from bench.common import emit
 
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
+    cpu = args.pop("cpu", None)
+    if cpu is not None:  # this process (and every thread it starts) on that one CPU (Linux)
+        os.sched_setaffinity(0, {cpu})
     import importlib
 
     modules = ("bench.dbos_peer",) if scenario.startswith("dbos_") else (
@@ -22,6 +26,8 @@ def main() -> None:
         traceback.print_exc()
         result = {"error": f"{type(exc).__name__}: {exc}"}
     if result is not None:
+        if cpu is not None and "error" not in result:
+            result["cpus"] = sorted(os.sched_getaffinity(0))  # as the run saw them: the confinement held
         emit(result)
 
 

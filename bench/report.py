@@ -124,8 +124,9 @@ def _floor(dex: dict[str, Any], peer: dict[str, Any]) -> str:
             "completion on that thread, each committing its own transition and running the next. Those alone "
             f"are {floor_ms:.2f} ms per flow, a ceiling of {ceiling:.0f} flows/s = "
             f"{ceiling / peer['flows_per_s']:.1f}× DBOS here; the rest is the engine's own Python "
-            f"({dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms of CPU per flow in all), which is what 10× "
-            "still needs cut (issue 21). The ASYNC row below runs the same chain without a commit per step")
+            f"({dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms of CPU per flow in all, part of it what the "
+            "hand-off's move between CPUs costs: the run on one CPU below), which is what 10× still needs cut "
+            "(issue 21). The ASYNC row below runs the same chain without a commit per step")
 
 
 def _latency_floor(dex: dict[str, Any]) -> str:
@@ -166,6 +167,7 @@ def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
                          f"{_f(peer.get('step_latency_p99_ms'), '.2f')}",
                          f"≤ {LATENCY_MEAN_MS} / {LATENCY_P99_MS}", "met" if lat_ok else "missed",
                          "previous durable transition → this step's completion" + _latency_floor(dex)))
+    rows += _pinned(r, dex)
     rows += _async_and_pages(r, peer)
     cpt = dex["commits_per_transition"]
     rows.append(_row("1 throughput", "SQLite commits per step transition", f"{cpt:.2f}", "—", "≤ 2",
@@ -188,6 +190,27 @@ def _throughput(r: dict[str, Any]) -> list[dict[str, str]]:
                          f"dex uses {dex['flows_per_s'] * dex['commits'] / max(1, dex['flows']) / raw_rate:.1%} "
                          "of it (commits/s ÷ raw rate)"))
     return rows
+
+
+def _pinned(r: dict[str, Any], dex: dict[str, Any]) -> list[dict[str, str]]:
+    """The sequential run again with the process confined to one CPU: what the two threads'
+    alternation across this machine's CPUs costs (info: dex does not pin itself)."""
+    pinned, pair = r.get("dex_pinned"), r.get("pinned_ratio")
+    if not pinned or _err(pinned) or not pair or "error" in pair:
+        return []
+    cpu_ms = pinned["cpu_s"] * 1000 / max(1, pinned["flows"])
+    vs = r.get("pinned_dbos_ratio")
+    dbos = f" = {vs['median']:.1f}× DBOS (median of the pairs)" if vs and "error" not in vs else ""
+    return [_row("1 throughput", "flows/s, sequential, the process on one CPU", _f(pinned["flows_per_s"]), "—",
+                 "—", "info",
+                 f"{pair['median']:.2f}× the unpinned run of the same round (median of {len(pair['runs'])} pairs, "
+                 f"min {pair['min']:.2f}×, max {pair['max']:.2f}×){dbos}; {cpu_ms:.2f} ms of CPU per flow against "
+                 f"{dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms; {report_more.spread(pinned)}. The same "
+                 f"benchmark with the process confined to CPU {pinned.get('cpu', '?')} (`os.sched_setaffinity`): "
+                 "the loop thread and the handler thread then share one core. Unpinned, each flow's hand-off to the "
+                 "handler thread and back moves its work to the other CPU and wakes it from idle, which costs this "
+                 "VM far more than the wake-up itself: the same Python and SQL take more CPU (bench/PROFILE.md, "
+                 "round 8). dex does not pin itself: a step's own threads would inherit it")]
 
 
 def _async_and_pages(r: dict[str, Any], peer: dict[str, Any] | None) -> list[dict[str, str]]:

@@ -42,10 +42,15 @@ def log(msg: str) -> None:
 # ------------------------------------------------------------------------------ scenarios --
 def scenario_throughput(ctx: dict[str, Any]) -> dict[str, Any]:
     w, cfg = ctx["workdir"], ctx["cfg"]
-    dex_runs, async_runs, dbos_runs = [], [], []
+    dex_runs, async_runs, dbos_runs, pinned_runs = [], [], [], []
+    cpu = one_cpu()
     for i in range(ctx["repeat"]):  # interleaved: drift of a shared machine hits both alike
         log(f"throughput {i + 1}/{ctx['repeat']}: dex, {cfg['throughput_n']} sequential ThreeStepFlow runs")
         dex_runs.append(run_child("throughput", {"db": str(w / f"throughput-{i}.db"), "n": cfg["throughput_n"]}))
+        if cpu is not None:
+            log(f"throughput {i + 1}/{ctx['repeat']}: dex, the same with the process on CPU {cpu} alone")
+            pinned_runs.append(run_child("throughput", {"db": str(w / f"throughput-pinned-{i}.db"),
+                                                        "n": cfg["throughput_n"], "cpu": cpu}))
         log(f"throughput {i + 1}/{ctx['repeat']}: dex, the same with execute_durability=ASYNC")
         async_runs.append(run_child("throughput", {"db": str(w / f"throughput-async-{i}.db"),
                                                    "n": cfg["throughput_n"], "durability": "ASYNC"}))
@@ -59,11 +64,25 @@ def scenario_throughput(ctx: dict[str, Any]) -> dict[str, Any]:
     out["wal"] = run_child("wal_pages", {"db": str(w / "wal-pages.db"), "n": min(300, cfg["throughput_n"] * 10)})
     log("throughput: raw SQLite single-row commits")
     out["sqlite"] = run_child("sqlite_raw", {"db": str(w / "raw.db"), "seconds": cfg["raw_seconds"]})
+    if pinned_runs:
+        out["dex_pinned"] = dict(median_run(pinned_runs, "flows_per_s"), cpu=cpu)
+        out["pinned_ratio"] = pair_ratios(pinned_runs, dex_runs, "flows_per_s", "flows_per_s")
     if ctx["dbos"]:
         out["dbos"] = median_run(dbos_runs, "flows_per_s")
         out["ratio"] = pair_ratios(dex_runs, dbos_runs, "flows_per_s", "flows_per_s")
         out["async_ratio"] = pair_ratios(async_runs, dbos_runs, "flows_per_s", "flows_per_s")
+        if pinned_runs:
+            out["pinned_dbos_ratio"] = pair_ratios(pinned_runs, dbos_runs, "flows_per_s", "flows_per_s")
     return out
+
+
+def one_cpu() -> int | None:
+    """A CPU to confine one throughput run to (the highest this process may use), or None where
+    there is one CPU or affinity cannot be set."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = os.sched_getaffinity(0)
+    return max(cpus) if len(cpus) > 1 else None
 
 
 def scenario_concurrent(ctx: dict[str, Any]) -> dict[str, Any]:

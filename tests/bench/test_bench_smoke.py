@@ -6,6 +6,7 @@ No timing assertions: only that every scenario ran and the report was written.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,11 @@ def test_quick_run_writes_a_report(tmp_path: Path) -> None:
     tp = data["throughput"]["dex"]
     assert "error" not in tp, tp
     assert tp["not_completed"] == 0 and tp["transitions"] == 3 * tp["flows"]
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:  # the same run on one CPU
+        pinned = data["throughput"]["dex_pinned"]
+        assert "error" not in pinned, pinned
+        assert pinned["cpus"] == [pinned["cpu"]] and pinned["not_completed"] == 0
+        assert "flows/s, sequential, the process on one CPU" in results.read_text()
     for key in ("dex_1k", "dex_10k"):
         p = data["pollers"][key]
         assert "error" not in p, p
