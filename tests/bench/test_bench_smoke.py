@@ -81,3 +81,20 @@ def test_ab_of_a_commit_that_does_not_exist_is_a_usage_error() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "'no-such-commit' is not a commit of this repository" in proc.stderr
+
+
+def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
+    for probe, n in (("split", 3), ("pingpong", 3)):
+        proc = subprocess.run([sys.executable, "-m", "bench.probes", probe, "--n", str(n)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout)
+        assert out["probe"] == probe and out["cpus"]
+        if probe == "split":  # every flow ran, and the caller's and the handler's shares add up
+            assert out["flows"] == n and out["not_completed"] == 0 and out["flows_per_s"] > 0
+            assert abs(out["caller_cpu_us"] + out["handler_cpu_us"] - out["cpu_us_per_flow"]) < 1
+        else:
+            assert out["pairs"] == n and out["two_threads_wall_us"] > 0
+    proc = subprocess.run([sys.executable, "-m", "bench.probes", "split", "--n", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--n must be at least 1" in proc.stderr
