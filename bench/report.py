@@ -207,10 +207,12 @@ def _pinned(r: dict[str, Any], dex: dict[str, Any]) -> list[dict[str, str]]:
                  f"min {pair['min']:.2f}×, max {pair['max']:.2f}×){dbos}; {cpu_ms:.2f} ms of CPU per flow against "
                  f"{dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms; {report_more.spread(pinned)}. The same "
                  f"benchmark with the process confined to CPU {pinned.get('cpu', '?')} (`os.sched_setaffinity`): "
-                 "the loop thread and the handler thread then share one core. Unpinned, each flow's hand-off to the "
-                 "handler thread and back moves its work to the other CPU and wakes it from idle, which costs this "
-                 "VM far more than the wake-up itself: the same Python and SQL take more CPU (bench/PROFILE.md, "
-                 "round 8). dex does not pin itself: a step's own threads would inherit it")]
+                 "the loop thread and the handler thread then share one core. "
+                 + ("Unpinned, each flow's hand-off to the handler thread and back moves its work to the other CPU, "
+                    "and the same Python and SQL then take more CPU (bench/PROFILE.md round 8: the likely cause, "
+                    "cold caches on a CPU that sat idle). " if pair["median"] >= 1.1 else
+                    "Here it makes little difference: the hand-off between CPUs costs this machine little. ")
+                 + "dex does not pin itself: a step's own threads would inherit it")]
 
 
 def _async_and_pages(r: dict[str, Any], peer: dict[str, Any] | None) -> list[dict[str, str]]:
