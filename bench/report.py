@@ -399,9 +399,10 @@ def without_local_paths(text: str, workdir: Path) -> str:
     import shutil
 
     swaps = [(str(workdir), "<workdir>"), (sys.executable, "python")]
-    dex = shutil.which("dex")
-    if dex:
-        swaps.append((dex, "dex"))
+    # the `dex` on PATH, and the one beside this interpreter (what a run made with the venv on its
+    # PATH measured, rendered again from its raw results without it)
+    dexes = {shutil.which("dex"), str(Path(sys.executable).parent / "dex")}
+    swaps += [(dex, "dex") for dex in dexes if dex]
     swaps.append((str(ROOT), "."))
     for old, new in sorted(swaps, key=lambda p: -len(p[0])):
         text = text.replace(old, new)

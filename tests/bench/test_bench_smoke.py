@@ -57,6 +57,12 @@ def test_quick_run_writes_a_report(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     first, *rest = again.read_text().split("\n", 3)[2:]
     assert "rendered again from that run's raw results" in first and rest == text.split("\n", 3)[3:]
+    bindir = str(Path(sys.executable).parent)  # rendered where `dex` is not on PATH: the same text still
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != bindir)
+    proc = subprocess.run([sys.executable, "-m", "bench", "--from-json", str(raw), "--results", str(again)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=dict(os.environ, PATH=path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert again.read_text().split("\n", 3)[3:] == text.split("\n", 3)[3:]
 
 
 def test_unknown_scenario_is_a_usage_error() -> None:
