@@ -124,7 +124,7 @@ def _floor(dex: dict[str, Any], peer: dict[str, Any]) -> str:
             "completion on that thread, each committing its own transition and running the next. Those alone "
             f"are {floor_ms:.2f} ms per flow, a ceiling of {ceiling:.0f} flows/s = "
             f"{ceiling / peer['flows_per_s']:.1f}× DBOS here; the rest is the engine's own Python "
-            f"({dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms of CPU per flow in all, part of it what the "
+            f"({_cpu_ms(dex):.2f} ms of CPU per flow in all, part of it what the "
             "hand-off's move between CPUs costs: the run on one CPU below), which is what 10× still needs cut "
             "(issue 21). The ASYNC row below runs the same chain without a commit per step")
 
@@ -198,14 +198,14 @@ def _pinned(r: dict[str, Any], dex: dict[str, Any]) -> list[dict[str, str]]:
     pinned, pair = r.get("dex_pinned"), r.get("pinned_ratio")
     if not pinned or _err(pinned) or not pair or "error" in pair:
         return []
-    cpu_ms = pinned["cpu_s"] * 1000 / max(1, pinned["flows"])
+    cpu_ms = _cpu_ms(pinned)
     vs = r.get("pinned_dbos_ratio")
     dbos = f" = {vs['median']:.1f}× DBOS (median of the pairs)" if vs and "error" not in vs else ""
     return [_row("1 throughput", "flows/s, sequential, the process on one CPU", _f(pinned["flows_per_s"]), "—",
                  "—", "info",
                  f"{pair['median']:.2f}× the unpinned run of the same round (median of {len(pair['runs'])} pairs, "
                  f"min {pair['min']:.2f}×, max {pair['max']:.2f}×){dbos}; {cpu_ms:.2f} ms of CPU per flow against "
-                 f"{dex['cpu_s'] * 1000 / max(1, dex['flows']):.2f} ms; {report_more.spread(pinned)}. The same "
+                 f"{_cpu_ms(dex):.2f} ms; {report_more.spread(pinned)}. The same "
                  f"benchmark with the process confined to CPU {pinned.get('cpu', '?')} (`os.sched_setaffinity`): "
                  "the loop thread and the handler thread then share one core. "
                  + ("Unpinned, each flow's hand-off to the handler thread and back moves its work to the other CPU, "
@@ -231,7 +231,7 @@ def _async_and_pages(r: dict[str, Any], peer: dict[str, Any] | None) -> list[dic
                    "client's start is acknowledged durable) and commits the three ASYNC results of the flow before "
                    "it, which ran to completion on the handler thread in transactions left open (a drive's end "
                    "commits nothing; at most 64 transactions or 50 ms are open: docs/durability.md); the rest is "
-                   f"the engine's Python ({dex_async['cpu_s'] * 1000 / max(1, dex_async['flows']):.2f} ms of CPU "
+                   f"the engine's Python ({_cpu_ms(dex_async):.2f} ms of CPU "
                    "per flow)")
             rows.append(_row("1 throughput", "flows/s, sequential, 3 ASYNC steps", _f(dex_async["flows_per_s"]),
                              _f(peer["flows_per_s"]), "≥ 20× DBOS", "met" if met else "missed", why))
@@ -251,6 +251,11 @@ def _async_and_pages(r: dict[str, Any], peer: dict[str, Any] | None) -> list[dic
 def _runs(d: dict[str, Any]) -> str:
     runs = d.get("runs")
     return f" ({report_more.spread(d, '.2f')})" if runs and len(runs) > 1 else ""
+
+
+def _cpu_ms(run: dict[str, Any]) -> float:
+    """A sequential run's CPU per flow, in ms."""
+    return float(run["cpu_s"]) * 1000 / max(1, run["flows"])
 
 
 def _per_tr_ms(dex: dict[str, Any]) -> float:
