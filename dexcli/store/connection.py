@@ -35,7 +35,7 @@ from dexcli.store.errors import (
 )
 from dexcli.store.files import create_private, read_only_uri, sides
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 CACHE_KIB = 32 * 1024  # the page cache of a connection that writes (PRAGMA cache_size)
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
@@ -458,6 +458,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE flows ADD COLUMN retry_policy TEXT",
         "ALTER TABLE flows ADD COLUMN retry TEXT",
     ),
+    # 10: steps_open's WHERE spelled as equalities (schema.sql creates it again; see there why)
+    9: ("DROP INDEX IF EXISTS steps_open",),
 }
 # After schema.sql has run: what fills the tables a migration set aside, then drops the old ones.
 REBUILT: dict[int, tuple[str, ...]] = {

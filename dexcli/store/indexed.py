@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 # steps_open: queued, backing off or waiting steps, by (status, next_attempt_at)
-STEPS_DUE = "s.status IN ('QUEUED', 'BACKOFF', 'WAITING')"
+STEPS_DUE = "(s.status = 'QUEUED' OR s.status = 'BACKOFF' OR s.status = 'WAITING')"
 # flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
 FLOWS_WITH_TIMEOUT = "f.timeout_at IS NOT NULL AND +f.status = 'RUNNING'"
 FLOWS_WITH_OFFSET = "clock_offset != 0 AND +status = 'RUNNING'"

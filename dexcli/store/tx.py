@@ -39,7 +39,14 @@ from dexcli.store.tx_attributes import AttributeStatements
 from dexcli.store.tx_runs import RunStatements
 from dexcli.store.tx_waits import WaitStatements
 
-_OPEN = "('QUEUED','RUNNING','BACKOFF','WAITING')"
+
+
+def _is_open(status: str) -> str:
+    """`status` (a steps column) is an open step's, as equalities: an IN of more than two values
+    builds a temporary B-tree each time its statement runs (see schema.sql's steps_open)."""
+    return "(" + " OR ".join(f"{status} = '{state}'" for state in ("QUEUED", "RUNNING", "BACKOFF", "WAITING")) + ")"
+
+
 _RUNNING = FlowState.RUNNING.value
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
 # A new step's row names only what a step can have at its creation; what it gains later
@@ -58,9 +65,13 @@ _PLAIN_NEW_VALUES = attrgetter(*_PLAIN_NEW_FIELDS)
 _NO_VALUES = (None,) * len(_PLAIN_NEW_FIELDS)
 _STEP_INSERTS: dict[tuple[bool, ...], tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]] = {}  # by shape
 # One statement: the flow's number, then its last event's key (the end of its range).
-_ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) SELECT COALESCE((SELECT MAX(h.seq) "
-              "FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), f.num << 24) + 1, "
-              "f.flow_id, ?, ?, ? FROM flows f WHERE f.flow_id = ?")
+# An event keyed after its flow's last, bound (time, type, payload, flow id). VALUES with a
+# subquery, not INSERT … SELECT: a SELECT that reads the table it inserts into goes through a
+# temporary B-tree (~5 us a statement). A flow that is not there makes the key a text, which
+# the rowid refuses (datatype mismatch), so no event is written without its flow.
+_ADD_EVENT = ("INSERT INTO history (seq, flow_id, event_time, type, payload) VALUES (COALESCE((SELECT "
+              "COALESCE((SELECT MAX(h.seq) FROM history h WHERE h.seq > f.num << 24 AND h.seq < (f.num + 1) << 24), "
+              "f.num << 24) + 1 FROM flows f WHERE f.flow_id = ?4), 'no flow'), ?4, ?1, ?2, ?3)")
 _INSERT_FLOW = ("INSERT INTO flows (flow_id, run_id, flow_type, flow_ref, status, input, request_id, start_time, num) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(flow_id) DO NOTHING")
 _APPEND_EVENT = "INSERT INTO history (seq, flow_id, event_time, type, payload) VALUES (?, ?, ?, ?, ?)"
@@ -257,7 +268,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         `if_idle`: only when it has no open step (the count and the close in one statement).
         None when it did not close; else what the row says that the close's followers need."""
         extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
-        idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND s.status IN {_OPEN})" \
+        idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND {_is_open('s.status')})" \
             if if_idle else ""
         row = self.c.execute(
             f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
@@ -368,13 +379,13 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                                   "AND outcome = 'INTERRUPTED' AND attempt > ?", (flow_id, seid, after)))
 
     def active_step_count(self, flow_id: str) -> int:
-        return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND status IN {_OPEN}",
+        return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND {_is_open('status')}",
                           (flow_id,)))
 
     def cancel_open_steps(self, flow_id: str, now: float) -> None:
         self.c.execute(CANCEL_ATTEMPTS, (now, flow_id))
         self.c.execute(f"UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
-                       f"WHERE flow_id = ? AND status IN {_OPEN}", (now, flow_id))
+                       f"WHERE flow_id = ? AND {_is_open('status')}", (now, flow_id))
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
         """Queued, backing-off and waiting steps due by `now` (real time; each flow's stored
@@ -472,9 +483,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         if last:
             for _, _, _, flow_id in rest:
                 last.pop(flow_id, None)
-        cur = self.c.execute(_ADD_EVENT, rest[0]) if len(rest) == 1 else self.c.executemany(_ADD_EVENT, rest)
-        if cur.rowcount != len(rest):
-            raise StoreError(f"{len(rest) - cur.rowcount} of {len(rest)} events have no flow to go to")
+        try:
+            self.c.execute(_ADD_EVENT, rest[0]) if len(rest) == 1 else self.c.executemany(_ADD_EVENT, rest)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"of {len(rest)} events, one has no flow to go to") from exc
 
     def _no_events(self, flow_id: str, num: int) -> None:
         """`flow_id` is a new row numbered `num`: its history's range is empty (a number is
@@ -493,9 +505,10 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
             self.c.execute(_APPEND_EVENT, (seq, flow_id, now, type_, text))
             last[flow_id] = seq
             return
-        cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
-        if cur.rowcount != 1:
-            raise StoreError(f"no flow {flow_id!r} to add a {type_} event to")
+        try:
+            cur = self.c.execute(_ADD_EVENT, (now, type_, text, flow_id))
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"no flow {flow_id!r} to add a {type_} event to") from exc
         if cur.lastrowid:  # the history table's rowid is its key
             if last is None:
                 self._last_event = last = {}

@@ -48,6 +48,25 @@ def test_an_exception_rolls_everything_back(store: Store, db: Path, error: BaseE
     assert store.get_flow("g") is not None and store.get_flow("f") is None
 
 
+def test_an_event_for_a_flow_that_is_not_there_is_refused_and_none_is_written(store: Store, db: Path) -> None:
+    from dexcli.store.errors import StoreError
+
+    with pytest.raises(StoreError, match="no flow 'ghost'"), store.tx() as tx:
+        tx.add_event("ghost", T0, "FlowStarted", {})
+    with pytest.raises(StoreError, match="no flow to go to"), store.tx() as tx:
+        add_flow(tx, "f")
+        tx.add_events([("f", T0, "A", "{}"), ("ghost", T0, "B", "{}")])
+    assert raw(db, "SELECT COUNT(*) FROM history") == [(0,)] and store.get_flow("f") is None
+    with store.tx() as tx:  # events are keyed per flow, one after another
+        add_flow(tx, "f")
+        tx.add_events([("f", T0, "A", "{}")])
+    with store.tx() as tx:
+        tx.add_event("f", T0, "B", {})
+        tx.add_event("f", T0, "C", {})
+    (num,) = raw(db, "SELECT num FROM flows WHERE flow_id = 'f'")[0]
+    assert raw(db, "SELECT seq - (? << 24), type FROM history ORDER BY seq", (num,)) == [(1, "A"), (2, "B"), (3, "C")]
+
+
 def test_a_rolled_back_stream_write_leaves_no_usage_behind(store: Store) -> None:
     with pytest.raises(RuntimeError), store.tx() as tx:
         tx.append_stream("Orders", "Progress", "f", "s", '"gone"', T0, 200, 300)
