@@ -40,7 +40,6 @@ from dexcli.store.tx_runs import RunStatements
 from dexcli.store.tx_waits import WaitStatements
 
 
-
 def _is_open(status: str) -> str:
     """`status` (a steps column) is an open step's, as equalities: an IN of more than two values
     builds a temporary B-tree each time its statement runs (see schema.sql's steps_open)."""
