@@ -1,9 +1,11 @@
-"""Small probes behind bench/PROFILE.md round 8: where a sequential flow's CPU goes by thread,
-and what a hand-off between two threads costs on this machine, pinned or not.
+"""Small probes behind bench/PROFILE.md rounds 8 and 9: where a sequential flow's CPU goes by
+thread, what a hand-off between two threads costs on this machine, pinned or not, and what
+each SQL statement of a concurrent drain costs.
 
     python -m bench.probes split [--n 2000]      # dex: the start and the drive, per flow
     python -m bench.probes pingpong [--n 3000]   # no dex: one thread, then two taking turns
     taskset -c 1 python -m bench.probes split     # the same on one CPU
+    python -m bench.probes statements [--n 5000] # dex: a drain's statements, CPU µs each
 
 Each prints one line of JSON. They are measurements, not targets: compare pinned with unpinned
 runs made in the same minutes.
@@ -125,14 +127,69 @@ def pingpong(n: int) -> dict[str, Any]:
             "two_threads_wall_us": round(two[0], 1), "two_threads_cpu_us": round(two[1], 1)}
 
 
+def statements(n: int) -> dict[str, Any]:
+    """N ThreeStepFlows started at once, then drained by a Worker (the concurrent scenario),
+    with every statement's CPU time (the calling thread's, so a wait for the GIL does not count)
+    summed by its SQL text; each of the costliest is also compiled once more with EXPLAIN to
+    count the temporary B-trees (OpenEphemeral) its program opens."""
+    from bench.concurrent import concurrent_start
+    from dexcli import Worker
+    from dexcli.sdk.registry import Registry
+    from dexcli.store.connection import Connection
+    from dexcli_flows.three_steps import ThreeStepFlow
+
+    db = Path(tempfile.mkdtemp(prefix="dex-probe-")) / "statements.db"
+    concurrent_start(str(db), n)
+    spent: dict[str, list[Any]] = {}  # sql: [count, CPU seconds, the last parameters]
+    execute = Connection.execute
+    clock = time.thread_time
+
+    def timed(self: Connection, sql: str, parameters: Any = ()) -> Any:
+        c0 = clock()
+        try:
+            return execute(self, sql, parameters)
+        finally:
+            entry = spent.setdefault(sql, [0, 0.0, parameters])
+            entry[0] += 1
+            entry[1] += clock() - c0
+            entry[2] = parameters
+
+    Connection.execute = timed  # type: ignore[method-assign]
+    try:
+        with Worker(Registry([ThreeStepFlow()]), db=str(db)) as worker:
+            worker.run(until_idle=True)
+    finally:
+        Connection.execute = execute  # type: ignore[method-assign]
+    conn = sqlite3.connect(db)
+    total = sum(e[1] for e in spent.values())
+    top = []
+    for sql, (count, cpu, params) in sorted(spent.items(), key=lambda kv: -kv[1][1])[:12]:
+        try:
+            temp = [op[1] for op in conn.execute("EXPLAIN " + sql, params)].count("OpenEphemeral")
+        except sqlite3.Error:
+            temp = None  # BEGIN, COMMIT, PRAGMA
+        top.append({"sql": " ".join(sql.split())[:160], "count": count, "cpu_us_each": round(cpu * 1e6 / count, 1),
+                    "temp_btrees": temp})
+    conn.close()
+    return {"probe": "statements", "flows": n, "cpus": sorted(os.sched_getaffinity(0)),
+            "statements": sum(int(e[0]) for e in spent.values()), "sql_cpu_ms_per_flow": round(total * 1e3 / n, 3),
+            "top": top}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.probes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("probe", choices=["split", "pingpong"])
-    ap.add_argument("--n", type=int, default=None, help="flows (split, 2000) or pairs of turns (pingpong, 3000)")
+    ap.add_argument("probe", choices=["split", "pingpong", "statements"])
+    ap.add_argument("--n", type=int, default=None,
+                    help="flows (split, 2000; statements, 5000) or pairs of turns (pingpong, 3000)")
     args = ap.parse_args()
     if args.n is not None and args.n < 1:
         ap.error("--n must be at least 1")
-    out = split(args.n or 2000) if args.probe == "split" else pingpong(args.n or 3000)
+    if args.probe == "split":
+        out = split(args.n or 2000)
+    elif args.probe == "pingpong":
+        out = pingpong(args.n or 3000)
+    else:
+        out = statements(args.n or 5000)
     print(json.dumps(out))
 
 
