@@ -1,4 +1,5 @@
-"""WHERE terms that let the scheduler's reads use the partial indexes of schema.sql.
+"""WHERE terms that let the scheduler's reads use the partial indexes of schema.sql, and tests of a
+column against a few constants written as equalities.
 
 SQLite uses a partial index only when the query's WHERE contains the index's own WHERE term,
 so these queries spell it out. With them a scheduler pass reads what is open (queued, due,
@@ -9,8 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+
+def any_of(column: str, *values: str) -> str:
+    """`column` is one of `values` (constants of dex's own), as equalities: SQLite builds a
+    temporary B-tree for an IN of more than two values each time its statement runs, and for a
+    partial index's WHERE on each write of a row (schema.sql's steps_open)."""
+    return "(" + " OR ".join(f"{column} = '{value}'" for value in values) + ")"
+
+
+def step_open(column: str) -> str:
+    """`column` (a steps.status) is an open step's: queued, running, backing off or waiting
+    (records.StepState.is_open)."""
+    return any_of(column, "QUEUED", "RUNNING", "BACKOFF", "WAITING")
+
+
 # steps_open: queued, backing off or waiting steps, by (status, next_attempt_at)
-STEPS_DUE = "(s.status = 'QUEUED' OR s.status = 'BACKOFF' OR s.status = 'WAITING')"
+STEPS_DUE = any_of("s.status", "QUEUED", "BACKOFF", "WAITING")
 # flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
 FLOWS_WITH_TIMEOUT = "f.timeout_at IS NOT NULL AND +f.status = 'RUNNING'"
 FLOWS_WITH_OFFSET = "clock_offset != 0 AND +status = 'RUNNING'"

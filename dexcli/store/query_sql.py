@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from dexcli.store.indexed import prefix_range
+from dexcli.store.indexed import prefix_range, step_open
 from dexcli.store.query import Compare, Literal, Logical, Node, Not, Query, QueryError
 
 STATUSES = ("RUNNING", "COMPLETED", "FAILED", "CANCELED", "TERMINATED")
@@ -39,8 +39,8 @@ BUILTINS = {
 # A flow's active steps that ActiveStepTypes sees (the server's StepExecutionCounter): its open step
 # executions but the flow timeout's; which of them by the run's ActiveStepSearchMode: none
 # (DISABLED), every one (ENABLED_FOR_ALL), or, by default, those that have a wait_for.
-_ACTIVE = ("EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = f.flow_id AND s.status IN "
-           "('QUEUED','RUNNING','BACKOFF','WAITING') AND s.step_type != 'sys:timeout_handler' AND "
+_ACTIVE = (f"EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = f.flow_id AND {step_open('s.status')} "
+           "AND s.step_type != 'sys:timeout_handler' AND "
            "CASE json_extract(f.flow_config, '$.activeStepSearchMode') WHEN 'ACTIVE_STEP_SEARCH_MODE_DISABLED' THEN 0 "
            "WHEN 'ACTIVE_STEP_SEARCH_MODE_ENABLED_FOR_ALL' THEN 1 ELSE s.wait_options IS NOT NULL END{})")
 KeyType = Callable[[str], "str | None"]  # an index key's type (IndexType value), None if no flow has it

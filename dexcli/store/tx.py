@@ -17,7 +17,7 @@ from typing import Any
 from dexcli.store.attempt_rows import CANCEL_ATTEMPTS, END_ATTEMPT
 from dexcli.store.connection import scalar
 from dexcli.store.errors import StoreError
-from dexcli.store.indexed import STEPS_DUE, foreign_running
+from dexcli.store.indexed import STEPS_DUE, foreign_running, step_open
 from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
@@ -38,13 +38,6 @@ from dexcli.store.records import (
 from dexcli.store.tx_attributes import AttributeStatements
 from dexcli.store.tx_runs import RunStatements
 from dexcli.store.tx_waits import WaitStatements
-
-
-def _is_open(status: str) -> str:
-    """`status` (a steps column) is an open step's, as equalities: an IN of more than two values
-    builds a temporary B-tree each time its statement runs (see schema.sql's steps_open)."""
-    return "(" + " OR ".join(f"{status} = '{state}'" for state in ("QUEUED", "RUNNING", "BACKOFF", "WAITING")) + ")"
-
 
 _RUNNING = FlowState.RUNNING.value
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
@@ -267,7 +260,7 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
         `if_idle`: only when it has no open step (the count and the close in one statement).
         None when it did not close; else what the row says that the close's followers need."""
         extra, args = ("", ()) if completions is None else (", completions = ?", (completions,))
-        idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND {_is_open('s.status')})" \
+        idle = f" AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.flow_id = flows.flow_id AND {step_open('s.status')})" \
             if if_idle else ""
         row = self.c.execute(
             f"UPDATE flows SET status = ?, close_time = ?, error_type = ?, error_message = ?{extra} "
@@ -378,13 +371,13 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
                                   "AND outcome = 'INTERRUPTED' AND attempt > ?", (flow_id, seid, after)))
 
     def active_step_count(self, flow_id: str) -> int:
-        return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND {_is_open('status')}",
+        return int(scalar(self.c, f"SELECT COUNT(*) FROM steps WHERE flow_id = ? AND {step_open('status')}",
                           (flow_id,)))
 
     def cancel_open_steps(self, flow_id: str, now: float) -> None:
         self.c.execute(CANCEL_ATTEMPTS, (now, flow_id))
         self.c.execute(f"UPDATE steps SET status = 'CANCELED', end_time = ?, lease_owner = NULL "
-                       f"WHERE flow_id = ? AND {_is_open('status')}", (now, flow_id))
+                       f"WHERE flow_id = ? AND {step_open('status')}", (now, flow_id))
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
         """Queued, backing-off and waiting steps due by `now` (real time; each flow's stored

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from dexcli.store.indexed import FLOWS_WITH_TIMEOUT, prefix_range
+from dexcli.store.indexed import FLOWS_WITH_TIMEOUT, prefix_range, step_open
 from dexcli.store.records import (
     FLOW_COLUMNS,
     HISTORY_COLUMNS,
@@ -128,8 +128,8 @@ class RunStatements:
         self.c.execute(f"INSERT INTO flows ({FLOW_COLUMNS}, num) SELECT {select}, ? FROM flows WHERE flow_id = ?",
                        (archived, new, flow_id))
         if carry:
-            self.c.execute("UPDATE steps SET flow_id = ? WHERE flow_id = ? AND status NOT IN "
-                           "('QUEUED','RUNNING','BACKOFF','WAITING')", (archived, flow_id))
+            self.c.execute(f"UPDATE steps SET flow_id = ? WHERE flow_id = ? AND NOT {step_open('status')}",
+                           (archived, flow_id))
             self.c.execute("UPDATE ended_attempts SET flow_id = ? WHERE flow_id = ? AND step_execution_id IN "
                            "(SELECT step_execution_id FROM steps WHERE flow_id = ?)", (archived, flow_id, archived))
             for table, columns in (("attributes", "key, name, instance, value, updated"),
@@ -219,8 +219,8 @@ class RunStatements:
         are counted there (Tx.next_step_number adds both)."""
         row = self.c.execute("SELECT step_numbers FROM flows WHERE flow_id = ?", (flow_id,)).fetchone()
         counts: dict[str, int] = json.loads(row[0]) if row and row[0] else {}
-        for step_type, n in self.c.execute("SELECT step_type, COUNT(*) FROM steps WHERE flow_id = ? AND status NOT IN "
-                                           "('QUEUED','RUNNING','BACKOFF','WAITING') GROUP BY step_type",
+        for step_type, n in self.c.execute("SELECT step_type, COUNT(*) FROM steps WHERE flow_id = ? AND NOT "
+                                           f"{step_open('status')} GROUP BY step_type",
                                            (flow_id,)).fetchall():
             counts[step_type] = counts.get(step_type, 0) + int(n)
             counts[""] = counts.get("", 0) + int(n)

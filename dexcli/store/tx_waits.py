@@ -13,6 +13,7 @@ import sqlite3
 from typing import Any
 
 from dexcli.store.attempt_rows import CANCEL_ATTEMPTS
+from dexcli.store.indexed import step_open
 from dexcli.store.records import STEP_COLUMNS, StepRecord, db_of, json_value, step_record
 
 _FENCE = "flow_id = ? AND step_execution_id = ? AND lease_owner = ? AND attempt = ? AND status = 'RUNNING'"
@@ -98,7 +99,7 @@ class WaitStatements:
         found = []
         for seid in seids:
             row = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? AND step_execution_id = ? "
-                                 "AND status IN ('QUEUED','RUNNING','BACKOFF','WAITING')", (flow_id, seid)).fetchone()
+                                 f"AND {step_open('status')}", (flow_id, seid)).fetchone()
             if row is None:
                 continue
             step = step_record(row, db_of(self.c))
@@ -110,6 +111,6 @@ class WaitStatements:
 
     def open_steps(self, flow_id: str) -> list[StepRecord]:
         rows = self.c.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE flow_id = ? "
-                              "AND status IN ('QUEUED','RUNNING','BACKOFF','WAITING') ORDER BY seq",
+                              f"AND {step_open('status')} ORDER BY seq",
                               (flow_id,)).fetchall()
         return [step_record(r, db_of(self.c)) for r in rows]

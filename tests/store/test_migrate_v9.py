@@ -87,3 +87,17 @@ def test_a_version_9_database_gets_the_index_rewritten_and_its_running_flow_fini
 def test_the_writes_of_a_transition_build_no_temporary_b_tree(tmp_path: Path) -> None:
     writes, ephemeral = _ephemeral_writes(tmp_path / "dex.db", "f")
     assert len(writes) >= 3 and ephemeral == []
+
+
+def test_no_statement_of_the_store_tests_a_column_against_more_than_two_constants_with_in() -> None:
+    """The rule behind schema 10, for every statement the store writes: a few constants are
+    tested with equalities (`indexed.any_of`), not `IN ('A', 'B', 'C')`."""
+    import re
+
+    import dexcli.store
+
+    folder = Path(dexcli.store.__file__).parent
+    pattern = re.compile(r"\bIN\s*\(\s*'[^']*'\s*(,\s*'[^']*'\s*){2,}\)", re.IGNORECASE)
+    found = [f"{path.name}: {m.group(0)}" for path in sorted(folder.glob("*.py")) + [folder / "schema.sql"]
+             for m in pattern.finditer(path.read_text())]
+    assert found == []
