@@ -145,7 +145,7 @@ def lease(tx: Tx, r: Runnable, definition: FlowDefinition, spec: StepSpec, owner
     restart = now + opts.total_duration if begins and opts.locks else None
     if not tx.lease_step(r.step, owner, now, hb_deadline, at_deadline, restart):
         return None
-    if begins:
+    if begins and r.step.attempt:  # a step that never ran was never in a call: nothing was kept for it
         tx.forget_call_snapshot(r.step.flow_id, r.step.step_execution_id)
     attempt = r.step.attempt + 1
     step = _replace_step(r.step, status=StepState.RUNNING, attempt=attempt, lease_owner=owner,
