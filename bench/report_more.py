@@ -45,8 +45,8 @@ def concurrent(r: dict[str, Any]) -> list[dict[str, str]]:
                     f"{dex['cpu_ms_per_flow']:.2f} ms of CPU, spread thin: per transition the attempt's "
                     "callbacks, the decision checked, "
                     f"{dex.get('statements_per_transition', 0):.1f} statements with their records and bindings "
-                    "(SQLite about a third of it, `python -m bench.probes statements`), the history JSON; no single item "
-                    "above ~10 % (bench/PROFILE.md). The "
+                    "(SQLite about a third of it, `python -m bench.probes statements`), the history JSON; "
+                    "no single item above ~10 % (bench/PROFILE.md). The "
                     "thread "
                     f"hand-off is batched and SQLite commits are shared ({dex['commits_per_transition']:.3f} "
                     "commits per transition)")
