@@ -36,6 +36,9 @@ from dexcli.store.errors import (
 from dexcli.store.files import create_private, read_only_uri, sides
 
 SCHEMA_VERSION = 10
+# The oldest version this dex reads as it is, where it may not write: the versions after it
+# changed only what writes need (10: steps_open's WHERE spelled as equalities).
+READS_AS_IS = 9
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 CACHE_KIB = 32 * 1024  # the page cache of a connection that writes (PRAGMA cache_size)
 APP_ID = 0x0DE7  # PRAGMA application_id marks a dex database
@@ -355,13 +358,15 @@ def _open_read_only(path: str, busy_timeout: float, upgrade: Callable[[], None] 
     is not a dex database: it is left as it is. A database this process can write is opened as
     usual but `query_only` (so its last connection still tidies the -wal and -shm files away),
     after an upgrade if it is from an older dex (reading it needs the new columns); one it cannot
-    write, with SQLite's `mode=ro` (`immutable` in a read-only folder: see files.read_only_uri)."""
+    write, with SQLite's `mode=ro` (`immutable` in a read-only folder: see files.read_only_uri),
+    as it is when its version is READS_AS_IS or newer."""
     _check_path(path, create=False)
     if os.path.getsize(path) == 0:
         raise NotADexDatabaseError(f"{path} is not a dex database (it is an empty file)")
     writable = _write_problem(path) is None
     conn, _, version = _identify(path, busy_timeout, None if writable else read_only_uri(path))
-    if version == SCHEMA_VERSION and (upgrade is None or not _has_database_offset(conn)):
+    as_is = version == SCHEMA_VERSION or (not writable and READS_AS_IS <= version < SCHEMA_VERSION)
+    if as_is and (upgrade is None or not _has_database_offset(conn)):
         conn.execute("PRAGMA query_only = ON")
         return conn
     conn.close()

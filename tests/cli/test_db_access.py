@@ -105,6 +105,31 @@ def test_a_read_only_folder_while_a_writer_has_the_database_open(folder: Path) -
         writer.close()
 
 
+def test_a_version_9_database_in_a_read_only_folder_is_read_as_it_is(folder: Path) -> None:
+    """Schema 10 changed only an index's WHERE (what writes need): a version 9 database that dex
+    may not write is read without the upgrade, and stays version 9."""
+    import sqlite3
+
+    db = folder / "dex.db"
+    assert dex(db, "run", "three-steps", "--flow-id", "t", "--input", "1").returncode == 0
+    conn = sqlite3.connect(db)
+    conn.execute("DROP INDEX steps_open")
+    conn.execute("CREATE INDEX steps_open ON steps(status, next_attempt_at) "
+                 "WHERE status IN ('QUEUED', 'BACKOFF', 'WAITING')")
+    conn.execute("PRAGMA user_version = 9")
+    conn.commit()
+    conn.close()
+    folder.chmod(0o555)
+    for args in READS:
+        res = dex(db, *args)
+        assert res.returncode == 0 and res.stderr == "" and res.stdout, (args, res.stdout, res.stderr)
+    one_error(dex(db, "resume", "t"), "database is read-only", str(db))
+    folder.chmod(0o755)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (9,)
+    conn.close()
+
+
 def test_a_new_database_in_a_read_only_folder(folder: Path) -> None:
     folder.chmod(0o555)
     db = folder / "dex.db"
