@@ -96,7 +96,7 @@ CREATE TABLE IF NOT EXISTS steps (
 -- method (a wait_for that completed): `ended_attempts`. The view `attempts` reads both.
 -- Its WHERE is three equalities, not `status IN (...)`: SQLite evaluates a partial index's WHERE
 -- on every write of a row, and an IN of more than two values builds two temporary B-trees each
--- time (an UPDATE of a step row cost 20-40 us with it, 5-8 without: bench/PROFILE.md round 9).
+-- time (an UPDATE of a step row cost 20-55 us with it, 5-8 without: bench/PROFILE.md round 9).
 CREATE INDEX IF NOT EXISTS steps_open ON steps(status, next_attempt_at)
     WHERE status = 'QUEUED' OR status = 'BACKOFF' OR status = 'WAITING';
 CREATE INDEX IF NOT EXISTS steps_running ON steps(lease_owner) WHERE status = 'RUNNING';

@@ -56,8 +56,8 @@ _PLAIN_NEW_FIELDS = tuple(f for f in _NEW_STEP_FIELDS if f not in ("status", "me
 _PLAIN_NEW_VALUES = attrgetter(*_PLAIN_NEW_FIELDS)
 _NO_VALUES = (None,) * len(_PLAIN_NEW_FIELDS)
 _STEP_INSERTS: dict[tuple[bool, ...], tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]] = {}  # by shape
-# One statement: the flow's number, then its last event's key (the end of its range).
-# An event keyed after its flow's last, bound (time, type, payload, flow id). VALUES with a
+# An event keyed after its flow's last in one statement (the flow's number, then its last
+# event's key: the end of its range), bound (time, type, payload, flow id). VALUES with a
 # subquery, not INSERT … SELECT: a SELECT that reads the table it inserts into goes through a
 # temporary B-tree (~5 us a statement). A flow that is not there makes the key a text, which
 # the rowid refuses (datatype mismatch), so no event is written without its flow.
