@@ -110,15 +110,11 @@ def test_a_version_9_database_in_a_read_only_folder_is_read_as_it_is(folder: Pat
     may not write is read without the upgrade, and stays version 9."""
     import sqlite3
 
+    from tests.store.test_migrate_v9 import make_version_9
+
     db = folder / "dex.db"
     assert dex(db, "run", "three-steps", "--flow-id", "t", "--input", "1").returncode == 0
-    conn = sqlite3.connect(db)
-    conn.execute("DROP INDEX steps_open")
-    conn.execute("CREATE INDEX steps_open ON steps(status, next_attempt_at) "
-                 "WHERE status IN ('QUEUED', 'BACKOFF', 'WAITING')")
-    conn.execute("PRAGMA user_version = 9")
-    conn.commit()
-    conn.close()
+    make_version_9(db)
     folder.chmod(0o555)
     for args in READS:
         res = dex(db, *args)

@@ -2,8 +2,8 @@
 as `status IN (…)`: SQLite evaluates a partial index's WHERE on every write of a row, and an IN
 of more than two values builds temporary B-trees each time. A version 9 database (the same
 index with the IN) is upgraded on its first open and its running flow finishes; the writes of
-a flow's transitions then build no temporary B-tree, and the scheduler's reads still go
-through the index."""
+a flow's transitions then build no temporary B-tree (test_open.py checks that the scheduler's
+reads still go through the index)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,18 @@ from dexcli.testing import DexTestEnv
 
 OLD_INDEX = ("CREATE INDEX steps_open ON steps(status, next_attempt_at) "
              "WHERE status IN ('QUEUED', 'BACKOFF', 'WAITING')")
+
+
+def make_version_9(db: Path) -> None:
+    """Turn a database this dex wrote back into what version 9 was: the index with the IN."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("DROP INDEX steps_open")
+        conn.execute(OLD_INDEX)
+        conn.execute("PRAGMA user_version = 9")
+        conn.commit()
+    finally:
+        conn.close()
 
 
 class Last(Step[int]):
@@ -65,11 +77,8 @@ def test_a_version_9_database_gets_the_index_rewritten_and_its_running_flow_fini
     db = tmp_path / "dex.db"
     with DexTestEnv(db, start=0.0) as env:
         env.client.start_flow(TwoSteps(), "left", 10)  # started, never driven: its first step is queued
+    make_version_9(db)
     conn = sqlite3.connect(db)
-    conn.execute("DROP INDEX steps_open")
-    conn.execute(OLD_INDEX)  # what version 9 had
-    conn.execute("PRAGMA user_version = 9")
-    conn.commit()
     assert _builds_temporary_b_trees(db, COMPLETE)  # with the old index, a step row's write does
     Store(db).close()  # the first open migrates it
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
