@@ -1,11 +1,14 @@
-"""Small probes behind bench/PROFILE.md rounds 8 and 9: where a sequential flow's CPU goes by
-thread, what a hand-off between two threads costs on this machine, pinned or not, and what
-each SQL statement of a concurrent drain costs.
+"""Small probes behind bench/PROFILE.md rounds 8 to 10: where a sequential flow's CPU goes by
+thread and its wall time by stage, what a hand-off between two threads costs on this machine,
+pinned or not, what each SQL statement of a concurrent drain costs, and which threads a drain's
+CPU is spent on.
 
     python -m bench.probes split [--n 2000]      # dex: the start and the drive, per flow
+    python -m bench.probes stages [--n 2000] [--durability ASYNC]  # dex: a flow's wall, stage by stage
     python -m bench.probes pingpong [--n 3000]   # no dex: one thread, then two taking turns
     taskset -c 1 python -m bench.probes split     # the same on one CPU
     python -m bench.probes statements [--n 5000] # dex: a drain's statements, CPU µs each
+    python -m bench.probes threads [--n 10000]   # dex: a drain's CPU by thread (Linux /proc)
 
 Each prints one line of JSON. They are measurements, not targets: compare pinned with unpinned
 runs made in the same minutes.
@@ -75,6 +78,54 @@ def split(n: int) -> dict[str, Any]:
             "cpu_us_per_flow": round(proc_us, 1), "caller_cpu_us": round(main_us, 1),
             "handler_cpu_us": round(proc_us - main_us, 1), "start_wall_us": med(start_wall),
             "start_cpu_us": med(start_cpu), "drive_wall_us": med(drive_wall), "drive_caller_cpu_us": med(drive_cpu)}
+
+
+def stages(n: int, durability: str = "SYNC") -> dict[str, Any]:
+    """N sequential ThreeStepFlows run as `split` runs them, with each handler's entry and exit
+    stamped (bench.stage_steps): the median wall time of each stage of a flow, from its
+    `start_flow` to its drive's end. The stage from one handler's exit to the next one's entry
+    is that step's transition: judged, applied, committed (under SYNC) and the next attempt
+    begun, on the handler's thread."""
+    from bench import stage_steps
+    from bench.dex_scenarios import _engine
+    from dexcli.engine.clock import run as run_on_clock
+    from dexcli.engine.process import tune_gc
+
+    db = Path(tempfile.mkdtemp(prefix="dex-probe-")) / "stages.db"
+    engine = _engine(str(db))
+    flow = stage_steps.StampedSteps(durability)
+    marks = stage_steps.MARKS
+
+    async def go(count: int, offset: int) -> None:
+        for i in range(count):
+            fid = f"s-{offset + i}"
+            marks.append(("start", time.perf_counter()))
+            engine.start_flow(flow, fid, i, lease=True)
+            marks.append(("drive", time.perf_counter()))
+            await engine.drive_async([fid], until_idle=True, release=False)
+            marks.append(("end", time.perf_counter()))
+
+    run_on_clock(lambda: go(50, 0), engine.clock)  # imports, caches, first pages
+    marks.clear()
+    tune_gc()
+    wall0 = time.perf_counter()
+    run_on_clock(lambda: go(n, 100), engine.clock)
+    wall = time.perf_counter() - wall0
+    engine.store.close()
+    with sqlite3.connect(db) as conn:
+        not_completed = conn.execute("SELECT COUNT(*) FROM flows WHERE status != 'COMPLETED'").fetchone()[0]
+    spans: dict[str, list[float]] = {}
+    for (a, ta), (b, tb) in zip(marks, marks[1:], strict=False):
+        if a != "end":
+            spans.setdefault(f"{a} {b}", []).append(tb - ta)
+    names = {"start drive": "start_flow", "drive First>": "drive to First", "First> First<": "First's handler",
+             "First< Second>": "First's transition", "Second> Second<": "Second's handler",
+             "Second< Third>": "Second's transition", "Third> Third<": "Third's handler",
+             "Third< end": "Third's transition, close, drive's end"}
+    median_us = {names.get(k, k): round(statistics.median(v) * 1e6, 1) for k, v in spans.items()}
+    return {"probe": "stages", "flows": n, "durability": durability, "not_completed": not_completed,
+            "flows_per_s": round(n / wall), "cpus": sorted(os.sched_getaffinity(0)),
+            "median_us": median_us, "sum_of_medians_us": round(sum(median_us.values()), 1)}
 
 
 def pingpong(n: int) -> dict[str, Any]:
@@ -176,18 +227,91 @@ def statements(n: int) -> dict[str, Any]:
             "top": top}
 
 
+def _thread_cpu() -> dict[str, tuple[float, int, int]] | None:
+    """This process's threads: id -> (CPU seconds, voluntary and involuntary context switches),
+    from /proc (None where there is none)."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in tasks.iterdir():
+        try:
+            stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        switches = dict(line.split(":\t") for line in status.splitlines() if "ctxt_switches" in line)
+        out[task.name] = ((int(fields[11]) + int(fields[12])) / tick, int(switches["voluntary_ctxt_switches"]),
+                          int(switches["nonvoluntary_ctxt_switches"]))
+    return out
+
+
+def threads(n: int) -> dict[str, Any]:
+    """N ThreeStepFlows started at once, then drained by a Worker (the concurrent scenario),
+    with the CPU each of the worker's threads spent and their context switches, sampled every
+    50 ms until the drain ends (a handler thread's figures are its last sample): is the drain
+    bound by the loop's thread, or by its handler threads?"""
+    from bench.concurrent import concurrent_start
+    from dexcli import Worker
+    from dexcli.sdk.registry import Registry
+    from dexcli_flows.three_steps import ThreeStepFlow
+
+    db = Path(tempfile.mkdtemp(prefix="dex-probe-")) / "threads.db"
+    concurrent_start(str(db), n)
+    before = _thread_cpu()
+    if before is None:
+        return {"probe": "threads", "flows": n, "cpus": sorted(os.sched_getaffinity(0)), "error": "no /proc here"}
+    last: dict[str, tuple[float, int, int]] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            last.update(_thread_cpu() or {})
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    with Worker(Registry([ThreeStepFlow()]), db=str(db)) as worker:
+        loop_thread = str(threading.get_native_id())  # the worker's loop runs on this thread
+        sampler.start()
+        wall0 = time.perf_counter()
+        worker.run(until_idle=True)
+        wall = time.perf_counter() - wall0
+        last.update(_thread_cpu() or {})
+        done.set()
+        sampler.join()
+    mine = str(sampler.native_id)
+    spent = {tid: tuple(a - b for a, b in zip(now, before.get(tid, (0.0, 0, 0)), strict=True))
+             for tid, now in last.items() if tid != mine}
+    loop_cpu = spent.get(loop_thread, (0.0, 0, 0))[0]
+    others = [v for tid, v in spent.items() if tid != loop_thread and v[0] > 0]
+    total = loop_cpu + sum(v[0] for v in others)
+    return {"probe": "threads", "flows": n, "cpus": sorted(os.sched_getaffinity(0)), "drain_s": round(wall, 3),
+            "cpu_s": round(total, 2), "loop_thread_cpu_s": round(loop_cpu, 2),
+            "loop_thread_share": round(loop_cpu / total, 3) if total else None,
+            "other_threads_cpu_s": round(sum(v[0] for v in others), 2), "other_threads_busy": len(others),
+            "voluntary_switches": int(sum(v[1] for v in spent.values())),
+            "involuntary_switches": int(sum(v[2] for v in spent.values()))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.probes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("probe", choices=["split", "pingpong", "statements"])
+    ap.add_argument("probe", choices=["split", "stages", "pingpong", "statements", "threads"])
     ap.add_argument("--n", type=int, default=None,
-                    help="flows (split, 2000; statements, 5000) or pairs of turns (pingpong, 3000)")
+                    help="flows (split and stages, 2000; statements, 5000; threads, 10000) or pairs of turns "
+                         "(pingpong, 3000)")
+    ap.add_argument("--durability", choices=["SYNC", "ASYNC"], default="SYNC", help="the steps' (stages)")
     args = ap.parse_args()
     if args.n is not None and args.n < 1:
         ap.error("--n must be at least 1")
     if args.probe == "split":
         out = split(args.n or 2000)
+    elif args.probe == "stages":
+        out = stages(args.n or 2000, args.durability)
     elif args.probe == "pingpong":
         out = pingpong(args.n or 3000)
+    elif args.probe == "threads":
+        out = threads(args.n or 10000)
     else:
         out = statements(args.n or 5000)
     print(json.dumps(out))

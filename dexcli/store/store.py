@@ -19,7 +19,7 @@ from dexcli.store import attempt_rows
 from dexcli.store.clocks import check_skip, rebase_flow
 from dexcli.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, scalar
 from dexcli.store.errors import DamagedDatabaseError, DatabaseConditionError, StoreError
-from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, foreign_running
+from dexcli.store.indexed import FLOWS_WITH_OFFSET, FLOWS_WITH_TIMEOUT, STEPS_DUE, due_first, foreign_running
 from dexcli.store.owners import owner_holds
 from dexcli.store.records import (
     FLOW_COLUMNS,
@@ -367,24 +367,29 @@ class Store:
         """In one statement: the earliest time a queued step or a retry becomes runnable (or a
         flow's timeout fires), and the running attempts other owners hold, each with its first
         deadline. Times are real: a flow's stored times are on its own clock (real time plus its
-        offset)."""
+        offset). Of every flow (a worker's pass), the earliest open step is read as the first of
+        each `indexed.due_first` part, not as a MIN over every open step."""
         if flow_ids == []:
             return Schedule(None, ())
         cond, args = "", []
         if flow_ids is not None:
             cond = f" AND s.flow_id IN ({','.join('?' for _ in flow_ids)})"
             args = list(flow_ids)
+            due = ("SELECT 0, NULL, MIN(s.next_attempt_at - f.clock_offset) FROM steps s JOIN flows f USING (flow_id) "
+                   f"WHERE {STEPS_DUE}{cond}")
+        else:
+            due = " UNION ALL ".join(f"SELECT 0, NULL, ({part})" for part in
+                                     due_first("SELECT s.next_attempt_at - f.clock_offset", limit="1"))
         running = foreign_running(
             "SELECT 1, s.lease_owner, MIN(s.heartbeat_deadline, s.attempt_deadline, s.total_deadline) - f.clock_offset "
             "FROM steps s JOIN flows f USING (flow_id) WHERE ", cond)
         rows = self._rows(
-            "SELECT 0, NULL, MIN(s.next_attempt_at - f.clock_offset) FROM steps s JOIN flows f USING (flow_id) "
-            f"WHERE {STEPS_DUE}{cond} UNION ALL {running} "
+            f"{due} UNION ALL {running} "
             "UNION ALL SELECT 0, NULL, MIN(f.timeout_at - f.clock_offset) FROM flows f "  # flow timeouts
             f"WHERE {FLOWS_WITH_TIMEOUT}{cond.replace('s.flow_id', 'f.flow_id')}",
             (*args, *[*(owner, *args)] * 3, *args))
-        due = min((t for k, _, t in rows if k == 0 and t is not None), default=None)
-        return Schedule(due, tuple((o, t) for k, o, t in rows if k == 1))
+        due_at = min((t for k, _, t in rows if k == 0 and t is not None), default=None)
+        return Schedule(due_at, tuple((o, t) for k, o, t in rows if k == 1))
 
     # --- kv: small state a flow package owns (dexcli.host) --------------------------------
     def kv_get(self, ns: str, key: str) -> Any:

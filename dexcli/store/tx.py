@@ -7,17 +7,19 @@ matches (the attempt was taken over, or the flow closed). The caller then writes
 
 from __future__ import annotations
 
+import heapq
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import islice
 from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 from dexcli.store.attempt_rows import CANCEL_ATTEMPTS, END_ATTEMPT
 from dexcli.store.connection import scalar
 from dexcli.store.errors import StoreError
-from dexcli.store.indexed import STEPS_DUE, foreign_running, step_open
+from dexcli.store.indexed import STEPS_DUE, due_first, foreign_running, step_open
 from dexcli.store.records import (
     FLOW_COLUMNS,
     STEP_COLUMNS,
@@ -381,19 +383,22 @@ class Tx(WaitStatements, AttributeStatements, RunStatements):
 
     def runnable_steps(self, now: float, flow_ids: list[str] | None, limit: int) -> list[Runnable]:
         """Queued, backing-off and waiting steps due by `now` (real time; each flow's stored
-        times are on its own clock, real time plus its offset)."""
+        times are on its own clock, real time plus its offset), the earliest due first. Of named
+        flows, read through their keys; of every flow (a worker's pass), through steps_open in
+        due order (`indexed.due_first`): a pass reads what it takes, not every queued step."""
         if flow_ids == []:
             return []
         cols = ", ".join(f"s.{c}" for c in STEP_COLUMNS.split(", "))
-        sql = (f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset, f.flow_config "
-               "FROM steps s JOIN flows f ON f.flow_id = s.flow_id "
-               f"WHERE {STEPS_DUE} AND s.next_attempt_at - f.clock_offset <= ?")
-        args: list[Any] = [now]
+        select = f"SELECT {cols}, f.status, f.run_id, f.flow_type, f.flow_ref, f.clock_offset, f.flow_config"
         if flow_ids is not None:
-            sql += f" AND s.flow_id IN {_in(flow_ids)}"
-            args += flow_ids
-        sql += " ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?"
-        rows = self.c.execute(sql, (*args, limit)).fetchall()
+            sql = (f"{select} FROM steps s JOIN flows f ON f.flow_id = s.flow_id WHERE {STEPS_DUE} "
+                   f"AND s.next_attempt_at - f.clock_offset <= ? AND s.flow_id IN {_in(flow_ids)} "
+                   "ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?")
+            rows = self.c.execute(sql, (now, *flow_ids, limit)).fetchall()
+        else:
+            parts = [self.c.execute(sql, (now, limit)).fetchall()
+                     for sql in due_first(f"{select}, s.next_attempt_at - f.clock_offset", due_by=True)]
+            rows = [r[:-1] for r in islice(heapq.merge(*parts, key=itemgetter(-1)), limit)]
         db = db_of(self.c)
         return [Runnable(step_record(r[:-6], db), stored_state(FlowState, r[-6], db, "flows", repr(r[0]), "status"),
                          r[-5], r[-4], r[-3], float(r[-2]), r[-1]) for r in rows]

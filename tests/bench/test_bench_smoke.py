@@ -90,7 +90,7 @@ def test_ab_of_a_commit_that_does_not_exist_is_a_usage_error() -> None:
 
 
 def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
-    for probe, n in (("split", 3), ("pingpong", 3), ("statements", 5)):
+    for probe, n in (("split", 3), ("stages", 3), ("pingpong", 3), ("statements", 5), ("threads", 5)):
         proc = subprocess.run([sys.executable, "-m", "bench.probes", probe, "--n", str(n)],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -99,6 +99,16 @@ def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
         if probe == "split":  # every flow ran, its steps on a thread other than the caller's
             assert out["flows"] == n and out["not_completed"] == 0 and out["flows_per_s"] > 0
             assert out["caller_cpu_us"] > 0 and out["handler_cpu_us"] > 0
+        elif probe == "stages":  # every stage of a flow was stamped, each handler's and transition's
+            assert out["flows"] == n and out["not_completed"] == 0
+            assert set(out["median_us"]) == {"start_flow", "drive to First", "First's handler", "First's transition",
+                                             "Second's handler", "Second's transition", "Third's handler",
+                                             "Third's transition, close, drive's end"}, out["median_us"]
+            assert all(v > 0 for v in out["median_us"].values())
+        elif probe == "threads":  # CPU was found on the loop's thread, and the hand-offs as switches
+            # (a handler thread of so short a drain may spend less than a clock tick: not asserted)
+            assert out["flows"] == n and out["cpu_s"] > 0 and 0 < out["loop_thread_share"] <= 1
+            assert out["voluntary_switches"] > 0
         elif probe == "statements":  # the drain's writes were timed, and none builds a temporary B-tree
             writes = [t for t in out["top"] if t["sql"].startswith(("UPDATE steps", "INSERT INTO steps"))]
             assert out["flows"] == n and out["statements"] > 5 * n and writes

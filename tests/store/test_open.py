@@ -183,7 +183,7 @@ def test_a_version_3_database_gets_the_scheduler_indexes_and_the_schedule_reads_
     store.close()
     for index in ("steps_open", "steps_running", "flows_timeouts", "flows_offsets"):
         assert f"USING INDEX {index}" in plans or f"USING COVERING INDEX {index}" in plans, (index, plans)
-    scans = re.findall(r"SCAN (\w+)( USING)?", plans)
+    scans = re.findall(r"SCAN (?!CONSTANT ROW)(\w+)( USING)?", plans)
     assert all(using for _, using in scans), plans  # no table scans, only (partial) index reads
 
 

@@ -283,3 +283,71 @@ def test_new_steps_with_different_columns_set_read_back_exactly_as_inserted_in_o
     with scene.tx() as tx:
         tx.insert_steps([queued, leased, leased_too, recovery, queued_too])
     assert scene.steps_of("f") == [queued, leased, leased_too, recovery, queued_too]
+
+
+def test_a_worker_pass_reads_the_earliest_due_across_states_and_clocks_as_one_sort_would(scene: Store) -> None:
+    """Of every flow, runnable_steps reads each state of steps_open in due order, and the flows
+    with an offset apart (`indexed.due_first`): merged, they must be what one ORDER BY of every
+    open step's real due time gives, at every `now` and `limit`; the schedule's earliest due
+    likewise. Flows skipped ahead interleave with those on real time, ties included."""
+    import random
+
+    rng = random.Random(7)
+    states = (StepState.QUEUED, StepState.BACKOFF, StepState.WAITING, StepState.RUNNING, StepState.COMPLETED)
+    offsets = {"f": 0.0}
+    with scene.tx() as tx:
+        for i in range(12):
+            add_flow(tx, f"g{i}")
+            offsets[f"g{i}"] = 0.0
+        for i in range(60):
+            flow_id = rng.choice(sorted(offsets))
+            status = rng.choice(states)
+            at = T0 + rng.choice((0, 5, 10, 10, 20, 35, 50))
+            if status is StepState.RUNNING:
+                add_running(tx, flow_id, f"S{i}-1", "other")
+            else:
+                add_step(tx, flow_id, f"S{i}-1", status=status, attempt=int(status is StepState.BACKOFF),
+                         next_attempt_at=at)
+    for flow_id, ahead in (("g1", 7.0), ("g2", 30.0), ("g3", 30.0), ("g4", 12.5)):
+        scene.skip_flows([flow_id], ahead)
+    offsets.update(scene.flow_offsets(None))
+    assert sorted(f for f, off in offsets.items() if off) == ["g1", "g2", "g3", "g4"]
+    rows = scene.read(lambda tx: tx.c.execute(
+        "SELECT flow_id, step_execution_id, status, next_attempt_at FROM steps").fetchall())
+    open_due = sorted((at - offsets[f], f"{f}/{seid}") for f, seid, status, at in rows
+                      if status in ("QUEUED", "BACKOFF", "WAITING") and at is not None)
+    assert len({d for d, _ in open_due}) < len(open_due)  # ties, so order among equals is not asserted
+    for now in (T0 - 40, T0, T0 + 10, T0 + 22, T0 + 60):
+        for limit in (1, 3, 8, 100):
+            got = scene.read(lambda tx: tx.runnable_steps(now, None, limit))  # noqa: B023 - read at once
+            want = [d for d, _ in open_due if d <= now][:limit]
+            assert [r.step.next_attempt_at - r.clock_offset for r in got] == want, (now, limit)
+            names = {f"{r.step.flow_id}/{r.step.step_execution_id}" for r in got}
+            assert names <= {n for d, n in open_due if d <= now} and len(names) == len(got)
+    assert scene.schedule(None, "me").due == open_due[0][0]
+
+
+def test_a_worker_pass_reads_the_steps_open_index_in_order_not_every_open_step(scene: Store) -> None:
+    """Each part of a worker-wide read of what is due (and of the schedule's earliest due) is a
+    range of steps_open read in its order and stopped at the LIMIT, no sort of every open step;
+    only the part for flows with an offset (few: time-skipped flows) sorts what it found through
+    flows_offsets."""
+    traced: list[str] = []
+    scene.read(lambda tx: tx.c.set_trace_callback(traced.append))
+    scene.read(lambda tx: tx.runnable_steps(T0, None, 10))
+    scene.schedule(None, "me")
+    scene.read(lambda tx: tx.c.set_trace_callback(None))
+    plans = []
+    for sql in traced:
+        if "steps_open" in sql or "FROM steps" in sql:
+            rows = scene.read(lambda tx: tx.c.execute("EXPLAIN QUERY PLAN " + sql, ()).fetchall())  # noqa: B023
+            plans.append([str(r[-1]) for r in rows])
+    real_parts = [p for p in plans if len(p) == 2 and "steps_open (status=? AND next_attempt_at<?)" in p[0]]
+    assert len(real_parts) == 3, plans  # QUEUED, BACKOFF, WAITING: each a range, in index order
+    schedule = next(p for p in plans if p[0] == "COMPOUND QUERY")
+    ranges = [line for line in schedule if line.startswith("SEARCH s USING INDEX steps_open (status=? AND")]
+    assert len(ranges) == 3, schedule
+    for plan in plans:  # a sort only after the flows with an offset were found through their index
+        for i, line in enumerate(plan):
+            if "TEMP B-TREE" in line:
+                assert any("flows_offsets" in earlier for earlier in plan[max(0, i - 2):i]), plan
