@@ -89,6 +89,13 @@ def test_ab_of_a_commit_that_does_not_exist_is_a_usage_error() -> None:
     assert "'no-such-commit' is not a commit of this repository" in proc.stderr
 
 
+def test_ab_of_a_measurement_that_does_not_exist_is_a_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench.ab", "HEAD", "HEAD", "--only", "seq,nope"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "no measurement named 'nope'" in proc.stderr and "backlog" in proc.stderr
+
+
 def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
     for probe, n in (("split", 3), ("stages", 3), ("pingpong", 3), ("statements", 5), ("threads", 5)):
         proc = subprocess.run([sys.executable, "-m", "bench.probes", probe, "--n", str(n)],
