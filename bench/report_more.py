@@ -42,12 +42,12 @@ def concurrent(r: dict[str, Any]) -> list[dict[str, str]]:
                                    else "")
         if not met:
             why += (f"; needs {30 / ratio['median']:.1f}× more. Per flow the worker spends "
-                    f"{dex['cpu_ms_per_flow']:.2f} ms of CPU, spread thin: per transition the attempt's "
-                    "callbacks, the decision checked, "
-                    f"{dex.get('statements_per_transition', 0):.1f} statements with their records and bindings "
-                    "(SQLite about a third of it, `python -m bench.probes statements`), the history JSON; "
-                    "no single item above ~10 % (bench/PROFILE.md). The "
-                    "thread "
+                    f"{dex['cpu_ms_per_flow']:.2f} ms of CPU, nearly all of it on its loop's thread (9 tenths: "
+                    "`python -m bench.probes threads`), which judges and applies every transition in the "
+                    "group commit. Of a transition's share, its apply (the decision written: "
+                    f"{dex.get('statements_per_transition', 0):.1f} statements with their records, bindings and "
+                    "the history JSON) is over half, SQL and Python about alike; the attempt's callbacks around "
+                    "it, a fifth (bench/PROFILE.md round 10). The thread "
                     f"hand-off is batched and SQLite commits are shared ({dex['commits_per_transition']:.3f} "
                     "commits per transition)")
     else:
