@@ -29,25 +29,27 @@ DUE_STATES = ("QUEUED", "BACKOFF", "WAITING")
 STEPS_DUE = any_of("s.status", *DUE_STATES)
 
 
-def due_first(select: str, cond: str = "", *, due_by: bool = False, limit: str = "?") -> list[str]:
+def due_first(select: str, *, due_by: bool = False, limit: str = "?") -> list[str]:
     """Every flow's open steps, earliest due first (`s.next_attempt_at - f.clock_offset`), as
     four statements that each read their rows in index order and stop at `limit`: one per state
     of steps_open for the flows on real time (no offset: `s.next_attempt_at` is then the due
     time, read as a range of the index), and one for the flows with an offset, found through
-    flows_offsets. `select` is `SELECT …` of steps `s` and flows `f` (the FROM is added), `cond`
-    more terms (` AND …`); `due_by` keeps only the steps due by a time. Bind in each: that time
-    (`due_by`), `cond`'s arguments, then `limit`'s. Their union in due order, cut at `limit`, is
-    the one query's `ORDER BY s.next_attempt_at - f.clock_offset LIMIT ?`, which read and sorted
-    every open step at each scheduler pass (85 ms with 100,000 queued: bench/PROFILE.md round 10)."""
+    flows_offsets. `select` is `SELECT …` of steps `s` and flows `f` (the FROM is added);
+    `due_by` keeps only the steps due by a time. Bind in each: that time (`due_by`), then
+    `limit`'s. Their union in due order, cut at `limit`, is the one query's `ORDER BY
+    s.next_attempt_at - f.clock_offset LIMIT ?`, which read and sorted every open step at each
+    scheduler pass (85 ms with 100,000 queued: bench/PROFILE.md round 10)."""
     real = [f"{select} FROM steps s JOIN flows f ON f.flow_id = s.flow_id WHERE s.status = '{state}' AND "
             + ("s.next_attempt_at <= ?" if due_by else "s.next_attempt_at IS NOT NULL")
-            + f" AND f.clock_offset = 0{cond} ORDER BY s.next_attempt_at LIMIT {limit}"
+            + f" AND f.clock_offset = 0 ORDER BY s.next_attempt_at LIMIT {limit}"
             for state in DUE_STATES]
     shifted = (f"{select} FROM flows f CROSS JOIN steps s ON s.flow_id = f.flow_id WHERE f.clock_offset != 0 "
                f"AND {STEPS_DUE} AND "
                + ("s.next_attempt_at - f.clock_offset <= ?" if due_by else "s.next_attempt_at IS NOT NULL")
-               + f"{cond} ORDER BY s.next_attempt_at - f.clock_offset LIMIT {limit}")
+               + f" ORDER BY s.next_attempt_at - f.clock_offset LIMIT {limit}")
     return [*real, shifted]
+
+
 # flows_timeouts and flows_offsets (`+` keeps the status index out of the planner's choice)
 FLOWS_WITH_TIMEOUT = "f.timeout_at IS NOT NULL AND +f.status = 'RUNNING'"
 FLOWS_WITH_OFFSET = "clock_offset != 0 AND +status = 'RUNNING'"
