@@ -7,6 +7,7 @@ do, under the durability given to `StampedSteps`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from dexcli import Context, StepDecision, StepDurability, StepOptions, go_to, graceful_complete
 from dexcli_flows import three_steps as ts
@@ -16,41 +17,33 @@ _OPTIONS = {"SYNC": StepOptions(), "ASYNC": StepOptions(execute_durability=StepD
 _durability = ["SYNC"]
 
 
-def _stamp(label: str) -> None:
-    MARKS.append((label, time.perf_counter()))
+class _Stamped:
+    """Each step's options (the flow's durability), and its decision made between two stamps."""
 
-
-class First(ts.First):
     def get_step_options(self) -> StepOptions:
         return _OPTIONS[_durability[0]]
 
-    def execute(self, context: Context, input: int) -> StepDecision:
-        _stamp("First>")
-        decision = go_to(Second, input + 1)
-        _stamp("First<")
+    def _stamped(self, decide: Callable[[], StepDecision]) -> StepDecision:
+        name = type(self).__name__
+        MARKS.append((f"{name}>", time.perf_counter()))
+        decision = decide()
+        MARKS.append((f"{name}<", time.perf_counter()))
         return decision
 
 
-class Second(ts.Second):
-    def get_step_options(self) -> StepOptions:
-        return _OPTIONS[_durability[0]]
-
+class First(_Stamped, ts.First):
     def execute(self, context: Context, input: int) -> StepDecision:
-        _stamp("Second>")
-        decision = go_to(Third, input * 2)
-        _stamp("Second<")
-        return decision
+        return self._stamped(lambda: go_to(Second, input + 1))
 
 
-class Third(ts.Third):
-    def get_step_options(self) -> StepOptions:
-        return _OPTIONS[_durability[0]]
-
+class Second(_Stamped, ts.Second):
     def execute(self, context: Context, input: int) -> StepDecision:
-        _stamp("Third>")
-        decision = graceful_complete(input + 3)
-        _stamp("Third<")
-        return decision
+        return self._stamped(lambda: go_to(Third, input * 2))
+
+
+class Third(_Stamped, ts.Third):
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return self._stamped(lambda: graceful_complete(input + 3))
 
 
 class StampedSteps(ts.ThreeStepFlow):
