@@ -1,9 +1,11 @@
-"""WHERE terms that let the scheduler's reads use the partial indexes of schema.sql, and tests of a
-column against a few constants written as equalities.
+"""WHERE terms that let the scheduler's reads use the partial indexes of schema.sql, tests of a
+column against a few constants written as equalities, and a worker's read of what is due first
+in the index's own order (`due_first`).
 
 SQLite uses a partial index only when the query's WHERE contains the index's own WHERE term,
 so these queries spell it out. With them a scheduler pass reads what is open (queued, due,
-running elsewhere, with a timeout or an offset), not every step a long-lived database holds.
+running elsewhere, with a timeout or an offset), not every step a long-lived database holds,
+and a pass that takes the first few due reads those, not every due step sorted.
 """
 
 from __future__ import annotations
