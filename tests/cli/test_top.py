@@ -98,8 +98,11 @@ def test_a_pipe_gets_every_flow_read_and_a_24_line_screen_says_how_many_more_run
     assert [ln.split()[0] for ln in shown[3:-1] if not ln.startswith(" ")] == [f"t{i:02}" for i in range(11, 1, -1)]
 
 
-def _pty_top(db: Path, key: bytes) -> tuple[int, str]:
-    """`dex top` live on an 80x24 pseudo-terminal; `key` once its first screen is drawn."""
+def _pty_top(db: Path, key: bytes, drawn: tuple[bytes, ...]) -> tuple[int, str]:
+    """`dex top` live on an 80x24 pseudo-terminal; `key` once every one of `drawn` has been read from it.
+
+    Not sooner: Ctrl-C makes the terminal driver flush what it holds, so a screen read only in part
+    would lose its rest."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = subprocess_env(db)
@@ -120,7 +123,7 @@ def _pty_top(db: Path, key: bytes) -> tuple[int, str]:
                 seen += os.read(master, 65536)
             except OSError:
                 break
-        if not sent and b"running" in seen:
+        if not sent and all(d in seen for d in drawn):
             os.write(master, key)
             sent = True
     try:
@@ -137,7 +140,7 @@ def _pty_top(db: Path, key: bytes) -> tuple[int, str]:
 def test_live_on_a_terminal_until_q_or_ctrl_c(cli: Cli, db: Path, key: bytes) -> None:
     cli.ok("start", "polling", "--flow-id", "p1")
     before = _dump(db)
-    code, screen = _pty_top(db, key)
+    code, screen = _pty_top(db, key, (b"q quits", b"p1", b"StartJob-1"))
     assert code == 0, screen
     assert "q quits" in screen and "p1" in screen and "StartJob-1" in screen
     assert "Traceback" not in screen and "interrupted" not in screen
