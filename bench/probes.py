@@ -1,7 +1,7 @@
 """Small probes behind bench/PROFILE.md rounds 8 to 10: where a sequential flow's CPU goes by
 thread and its wall time by stage, what a hand-off between two threads costs on this machine,
-pinned or not, what each SQL statement of a concurrent drain costs, and which threads a drain's
-CPU is spent on.
+pinned or not, what each SQL statement of a concurrent drain costs, which threads a drain's
+CPU is spent on, and when each phase of the pollers row happens (round 11).
 
     python -m bench.probes split [--n 2000]      # dex: the start and the drive, per flow
     python -m bench.probes stages [--n 2000] [--durability ASYNC]  # dex: a flow's wall, stage by stage
@@ -9,6 +9,7 @@ CPU is spent on.
     taskset -c 1 python -m bench.probes split     # the same on one CPU
     python -m bench.probes statements [--n 5000] # dex: a drain's statements, CPU µs each
     python -m bench.probes threads [--n 10000]   # dex: a drain's CPU by thread (Linux /proc)
+    python -m bench.probes timeline [--n 1000] [--kind seed]  # dex: the pollers row, phase by phase
 
 Each prints one line of JSON. They are measurements, not targets: compare pinned with unpinned
 runs made in the same minutes.
@@ -294,13 +295,61 @@ def threads(n: int) -> dict[str, Any]:
             "involuntary_switches": int(sum(v[2] for v in spent.values()))}
 
 
+def timeline(n: int, kind: str = "fast", time_skip: bool = False) -> dict[str, Any]:
+    """The pollers row (`dex_scenarios.pollers`: N PollingFlows started at once while a worker
+    runs), then, from the database it leaves, when each flow reached each phase, in seconds from
+    the first start (quantiles over the flows): its job started (StartJob's handler), StartJob's
+    transition committed (AwaitJob's first poll comes right after), the flow closed. A job is done
+    its duration after it started, but AwaitJob sees that only at the first poll after it, on a
+    schedule set by its own first poll: `first_poll_lag` (StartJob's commit − its job's start) is
+    carried to the flow's close; `seen_after_done` is its close after its job was done, and
+    `drift_and_close` the part of that beyond the lag (each poll's sleep begins after its
+    heartbeat or Stream write is committed, so a busy round delays every later poll). `time_skip`
+    (smoke tests only) jumps over the idle waits: the times then mean nothing."""
+    from bench.dex_scenarios import pollers
+
+    db = Path(tempfile.mkdtemp(prefix="dex-probe-")) / "timeline.db"
+    run = pollers(str(db), n, kind, time_skip)
+    conn = sqlite3.connect(db)
+    try:
+        t0 = conn.execute("SELECT MIN(start_time) FROM flows").fetchone()[0]
+        jobs = {key: json.loads(value)["started_at"] for key, value in conn.execute("SELECT key, value FROM kv")}
+        start_job = dict(conn.execute(
+            "SELECT flow_id, end_time FROM steps WHERE step_type = 'StartJob' AND status = 'COMPLETED'").fetchall())
+        closed = dict(conn.execute("SELECT flow_id, close_time FROM flows WHERE close_time IS NOT NULL").fetchall())
+    finally:
+        conn.close()
+    ids = [f for f in closed if f in jobs and f in start_job]
+
+    def spread(values: list[float]) -> dict[str, float]:
+        xs = sorted(values)
+        return {q: round(xs[min(len(xs) - 1, int(len(xs) * f))], 3)
+                for q, f in (("min", 0.0), ("p10", 0.1), ("p50", 0.5), ("p90", 0.9), ("max", 1.0))} if xs else {}
+
+    duration = run["ideal_s"]
+    return {"probe": "timeline", "flows": n, "kind": kind, "cpus": sorted(os.sched_getaffinity(0)),
+            "wall_s": round(run["wall_s"], 3), "ratio": round(run["ratio_total"], 3),
+            "submit_s": round(run["submit_s"], 3),
+            "cpu_s": round(run["cpu_s"], 2), "job_s": duration, "closed": len(ids),
+            "job_started": spread([jobs[f] - t0 for f in ids]),
+            "start_job_committed": spread([start_job[f] - t0 for f in ids]),
+            "closed_at": spread([closed[f] - t0 for f in ids]),
+            "first_poll_lag": spread([start_job[f] - jobs[f] for f in ids]),
+            "seen_after_done": spread([closed[f] - (jobs[f] + duration) for f in ids]),
+            "drift_and_close": spread([closed[f] - (start_job[f] + duration) for f in ids])}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.probes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("probe", choices=["split", "stages", "pingpong", "statements", "threads"])
+    ap.add_argument("probe", choices=["split", "stages", "pingpong", "statements", "threads", "timeline"])
     ap.add_argument("--n", type=int, default=None,
-                    help="flows (split and stages, 2000; statements, 5000; threads, 10000) or pairs of turns "
-                         "(pingpong, 3000)")
+                    help="flows (split and stages, 2000; statements, 5000; threads, 10000; timeline, 1000) or pairs "
+                         "of turns (pingpong, 3000)")
     ap.add_argument("--durability", choices=["SYNC", "ASYNC"], default="SYNC", help="the steps' (stages)")
+    ap.add_argument("--kind", choices=["fast", "seed"], default="fast",
+                    help="timeline: fast (poll 0.5 s, 3 s jobs: the 1,000-pollers row) or seed (poll 2 s, 6 s jobs)")
+    ap.add_argument("--time-skip", action="store_true",
+                    help="timeline: jump idle waits (smoke runs; times mean nothing)")
     args = ap.parse_args()
     if args.n is not None and args.n < 1:
         ap.error("--n must be at least 1")
@@ -312,6 +361,8 @@ def main() -> None:
         out = pingpong(args.n or 3000)
     elif args.probe == "threads":
         out = threads(args.n or 10000)
+    elif args.probe == "timeline":
+        out = timeline(args.n or 1000, args.kind, args.time_skip)
     else:
         out = statements(args.n or 5000)
     print(json.dumps(out))

@@ -97,8 +97,10 @@ def test_ab_of_a_measurement_that_does_not_exist_is_a_usage_error() -> None:
 
 
 def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
-    for probe, n in (("split", 3), ("stages", 3), ("pingpong", 3), ("statements", 5), ("threads", 5)):
-        proc = subprocess.run([sys.executable, "-m", "bench.probes", probe, "--n", str(n)],
+    for probe, n in (("split", 3), ("stages", 3), ("pingpong", 3), ("statements", 5), ("threads", 5),
+                     ("timeline", 4)):
+        skip = ["--time-skip"] if probe == "timeline" else []  # the pollers' waits jumped: a blink, not 3 s
+        proc = subprocess.run([sys.executable, "-m", "bench.probes", probe, "--n", str(n), *skip],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = json.loads(proc.stdout)
@@ -116,6 +118,13 @@ def test_probes_print_one_line_of_json_and_refuse_a_bad_count() -> None:
             # (a handler thread of so short a drain may spend less than a clock tick: not asserted)
             assert out["flows"] == n and out["cpu_s"] > 0 and 0 < out["loop_thread_share"] <= 1
             assert out["voluntary_switches"] > 0
+        elif probe == "timeline":  # every flow closed, and each phase came after the one before it
+            assert out["flows"] == n and out["closed"] == n and out["job_s"] == 3.0
+            for key in ("job_started", "start_job_committed", "closed_at", "first_poll_lag", "seen_after_done"):
+                assert set(out[key]) == {"min", "p10", "p50", "p90", "max"}, out[key]
+            assert out["job_started"]["max"] <= out["start_job_committed"]["min"]
+            assert out["first_poll_lag"]["min"] > 0 and out["seen_after_done"]["min"] > 0  # seen only once done
+            assert out["closed_at"]["min"] >= out["job_s"]
         elif probe == "statements":  # the drain's writes were timed, and none builds a temporary B-tree
             writes = [t for t in out["top"] if t["sql"].startswith(("UPDATE steps", "INSERT INTO steps"))]
             assert out["flows"] == n and out["statements"] > 5 * n and writes
