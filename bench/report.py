@@ -287,7 +287,8 @@ def _pollers(r: dict[str, Any]) -> list[dict[str, str]]:
             why += (f"; misses by {(d1['ratio_total'] / POLLERS_1K - 1):.0%}: CPU-bound bursts, not waits — an "
                     "AwaitJob sees its job done the job's 3 s after its own first poll, which comes once every "
                     "flow's start, StartJob and completion has run, and the last closes come after the final "
-                    "round of polls, completions and closes of all flows (bench/PROFILE.md)")
+                    "round of polls, completions and closes of all flows (bench/PROFILE.md round 11, "
+                    "`python -m bench.probes timeline`)")
         rows.append(_row("2a pollers", f"{d1['flows']} pollers wall / ideal", f"{d1['wall_s']:.2f} s "
                          f"({d1['ratio_total']:.2f}×)", peer, f"≤ {POLLERS_1K:.2f}×", "met" if met else "missed", why))
     elif d1:
@@ -310,7 +311,10 @@ def _pollers(r: dict[str, Any]) -> list[dict[str, str]]:
             why += (f"; misses by {(d10['ratio_total'] / POLLERS_10K - 1):.0%}: the engine is CPU-bound "
                     f"({d10['cpu_s'] / max(d10['wall_s'], 1e-9):.0%} of one core on average, all of it in the "
                     "bursts): per flow a start, two attempts, four polls each with an asyncio task (the seed's "
-                    "wait_for), Stream writes or a heartbeat, and two completions")
+                    "wait_for), Stream writes or a heartbeat, and two completions. What separates a StartJob's "
+                    "handler (its job's start) from its commit, ~1 s for the last of 10,000 transitions on the loop, "
+                    "is carried whole to the flow's close: the polls keep the schedule the first one set "
+                    "(bench/PROFILE.md round 11)")
             if d10["heartbeats"] == 0:
                 why += "; AwaitJob started after the 6 s job had already finished, so no flow ever polled twice"
         rows.append(_row("2b pollers", f"{d10['flows']} PollingFlows wall / ideal",
