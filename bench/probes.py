@@ -1,4 +1,4 @@
-"""Small probes behind bench/PROFILE.md rounds 8 to 10: where a sequential flow's CPU goes by
+"""Small probes behind bench/PROFILE.md rounds 8 to 11: where a sequential flow's CPU goes by
 thread and its wall time by stage, what a hand-off between two threads costs on this machine,
 pinned or not, what each SQL statement of a concurrent drain costs, which threads a drain's
 CPU is spent on, and when each phase of the pollers row happens (round 11).
@@ -313,7 +313,8 @@ def timeline(n: int, kind: str = "fast", time_skip: bool = False) -> dict[str, A
     conn = sqlite3.connect(db)
     try:
         t0 = conn.execute("SELECT MIN(start_time) FROM flows").fetchone()[0]
-        jobs = {key: json.loads(value)["started_at"] for key, value in conn.execute("SELECT key, value FROM kv")}
+        jobs = {key: json.loads(value)["started_at"] for key, value in conn.execute(
+            "SELECT key, value FROM kv WHERE ns = 'polling.jobs'")}
         start_job = dict(conn.execute(
             "SELECT flow_id, end_time FROM steps WHERE step_type = 'StartJob' AND status = 'COMPLETED'").fetchall())
         closed = dict(conn.execute("SELECT flow_id, close_time FROM flows WHERE close_time IS NOT NULL").fetchall())
