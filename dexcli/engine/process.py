@@ -1,5 +1,6 @@
-"""Process settings for a process whose main job is running the engine (`dex run`,
-`dex resume`, `dex worker`, and the benchmark's scenarios, which run it the same way).
+"""Settings for a process whose main job is running the engine: `dex worker`, and the
+benchmark's scenarios, which run it as `dex worker` does. (`dex run`, a test, a user's own
+process: their garbage collector is left as it is.)
 
 Python's cyclic garbage collector scans every tracked object on a full collection; an engine
 holding thousands of running attempts (tasks, futures, contexts, rows) pays for that again and
